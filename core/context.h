@@ -1,0 +1,88 @@
+/*
+ * context.h - the core's internal view of a context and its registry.
+ *
+ * Shared by every file of core/: config and loader fill the backend slots,
+ * registry.c builds the stream list, checkpoint.c walks the same list.
+ */
+#ifndef RNGSNAP_CORE_CONTEXT_H
+#define RNGSNAP_CORE_CONTEXT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <rngsnap.h>
+#include <rngsnap/backend.h>
+
+#define RS_ERRMSG_MAX 2048
+
+/* One "key = value" of a [backend.X] section handed to the plugin. */
+typedef struct rs_option {
+    char *key;
+    char *value;
+    int line;
+} rs_option;
+
+/* One [backend.X] section, and the plugin loaded for it. */
+typedef struct rs_backend {
+    struct rngsnap *ctx;
+    char *name;          /* X of [backend.X]                           */
+    char *plugin;        /* plugin = value as written                  */
+    int section_line;    /* line of the [backend.X] header             */
+    int required;        /* required = (default true)                  */
+    char **streams;      /* streams = list (default: "default")        */
+    size_t nstreams;
+    rs_option *options;  /* every other key, handed to the plugin      */
+    size_t noptions;
+
+    char *plugin_path;   /* absolute path loaded, or paths tried       */
+    void *dl;            /* lt_dlhandle                                 */
+    const rngsnap_backend *vt;
+    void *bctx;          /* from vt->open                               */
+    rngsnap_host host;   /* services handed to this plugin             */
+
+    int device_count;
+    int available;
+    int skipped;
+    char *reason;        /* why unavailable / skipped                  */
+} rs_backend;
+
+/* One registry entry: (backend, device, stream). */
+struct rngsnap_stream {
+    struct rngsnap *ctx;
+    rs_backend *backend;
+    int device;
+    const char *name;    /* points into backend->streams               */
+    void *handle;        /* plugin's stream                             */
+};
+
+/* One app state registered with rngsnap_register_state. */
+typedef struct rs_app_state {
+    char *name;
+    rngsnap_state_ops ops;
+    void *user;
+} rs_app_state;
+
+struct rngsnap {
+    char *ini_path;      /* absolute                                    */
+    unsigned flags;      /* rngsnap_open flags                          */
+    rs_backend *backends;
+    size_t nbackends;
+    struct rngsnap_stream *streams; /* the registry, in its fixed order */
+    size_t nstreams;
+    rs_app_state *apps;
+    size_t napps;
+    int rank, world_size;
+    int awaiting_load;   /* RESUME gate: draws refused until a load     */
+    int loaded;          /* a load has succeeded                        */
+    char errmsg[RS_ERRMSG_MAX];
+};
+
+/* Set ctx's message (printf-style) and return code.  ctx may be NULL
+ * during open, when the message goes to the per-thread open error. */
+int rs_error(struct rngsnap *ctx, int code, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+
+#endif /* RNGSNAP_CORE_CONTEXT_H */

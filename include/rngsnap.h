@@ -1,0 +1,252 @@
+/*
+ * rngsnap.h - host API of librngsnap.
+ *
+ * rngsnap checkpoints and restores every random-number stream of a process,
+ * on every configured backend at once.  One registry of
+ * (backend, device, stream) entries, built from rng.ini, drives seeding,
+ * saving, loading and listing, so no backend can be saved and not restored.
+ *
+ * Functions return RNGSNAP_OK (0) or one of the positive error codes
+ * from the list below; rngsnap_errmsg() gives the detailed message of the
+ * last error on a context (which file, line, section, backend, what was
+ * expected).
+ */
+#ifndef RNGSNAP_H
+#define RNGSNAP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__)
+#define RNGSNAP_API __attribute__((visibility("default")))
+#else
+#define RNGSNAP_API
+#endif
+
+#define RNGSNAP_VERSION_MAJOR 0
+#define RNGSNAP_VERSION_MINOR 1
+#define RNGSNAP_VERSION_PATCH 0
+#define RNGSNAP_VERSION_STRING "0.1.0"
+
+/* ---- return codes ------------------------------------------------------ */
+
+enum {
+    RNGSNAP_OK = 0,
+    RNGSNAP_E_CONFIG = 1,      /* bad rng.ini: file, line and key named     */
+    RNGSNAP_E_PLUGIN = 2,      /* plugin missing, wrong ABI, wrong name     */
+    RNGSNAP_E_UNAVAILABLE = 3, /* required backend has no device            */
+    RNGSNAP_E_IO = 4,          /* open/read/write/fsync/rename failed       */
+    RNGSNAP_E_EXISTS = 5,      /* save target exists, no REPLACE flag       */
+    RNGSNAP_E_CORRUPT = 6,     /* checksum, truncation, unknown format      */
+    RNGSNAP_E_MISMATCH = 7,    /* checkpoint does not match the registry    */
+    RNGSNAP_E_ORDER = 8,       /* resume gate: draw before load, seed after */
+    RNGSNAP_E_INVALID = 9,     /* bad argument                              */
+    RNGSNAP_E_NOMEM = 10,      /* out of memory                             */
+    RNGSNAP_E_BACKEND = 11     /* a plugin call failed                      */
+};
+
+/* ---- flags -------------------------------------------------------------- */
+
+/* rngsnap_open: the job is resuming.  Draws are refused (RNGSNAP_E_ORDER)
+ * until rngsnap_load succeeds; rngsnap_seed_all is refused after it. */
+#define RNGSNAP_RESUME 0x1u
+/* rngsnap_open: list only.  A required backend without devices does not
+ * fail the open; it is marked unavailable (see rngsnap_backend_get), and
+ * seed/save/load/draw on such a context fail with RNGSNAP_E_UNAVAILABLE. */
+#define RNGSNAP_PROBE_ONLY 0x2u
+
+/* rngsnap_save: an existing file at path may be replaced. */
+#define RNGSNAP_SAVE_REPLACE 0x1u
+/* rngsnap_save: skip the fsync of file and folder (benchmarks, tmpfs).
+ * The rename is still atomic; durability after power loss is not. */
+#define RNGSNAP_SAVE_NO_SYNC 0x2u
+
+/* ---- types ------------------------------------------------------------- */
+
+typedef struct rngsnap rngsnap;               /* one context, one registry */
+typedef struct rngsnap_stream rngsnap_stream; /* one registry entry        */
+
+typedef enum rngsnap_dist {
+    RNGSNAP_U32 = 0,        /* uint32_t, one word each                       */
+    RNGSNAP_U64 = 1,        /* uint64_t, two words each (low word first)     */
+    RNGSNAP_F32 = 2,        /* float  uniform in [0,1), one word each        */
+    RNGSNAP_F64 = 3,        /* double uniform in [0,1), two words each       */
+    RNGSNAP_NORMAL_F32 = 4, /* float  standard normal                        */
+    RNGSNAP_NORMAL_F64 = 5  /* double standard normal                        */
+} rngsnap_dist;
+#define RNGSNAP_DIST_COUNT 6
+
+/* Where rngsnap_generate writes its output for a stream. */
+typedef enum rngsnap_memory {
+    RNGSNAP_MEMORY_HOST = 0,  /* ordinary host memory                     */
+    RNGSNAP_MEMORY_DEVICE = 1 /* device memory (cuda on a real GPU)       */
+} rngsnap_memory;
+
+/* A Philox4x32-10 stream position in curand_init(seed, subsequence,
+ * offset) terms: word j of the stream is word j%4 of the Philox block with
+ * key = seed and counter = (j/4 low, j/4 high, subsequence low, high). */
+typedef struct rngsnap_philox {
+    uint64_t seed, subsequence, offset;
+} rngsnap_philox;
+
+/* App-owned state saved and restored in the same checkpoint.
+ * Callbacks return 0 on success. */
+typedef struct rngsnap_state_ops {
+    size_t (*size)(void *user);
+    int (*save)(void *user, void *buf, size_t len);
+    int (*load)(void *user, const void *buf, size_t len);
+} rngsnap_state_ops;
+
+/* ---- context ----------------------------------------------------------- */
+
+/* Parse ini_path, load the plugins it lists, probe devices and build the
+ * registry.  On failure *ctx is set to NULL and rngsnap_errmsg(NULL) gives
+ * the message (kept per thread). */
+RNGSNAP_API int rngsnap_open(rngsnap **ctx, const char *ini_path,
+                             unsigned flags);
+/* Close the context and unload its plugins.  NULL is accepted. */
+RNGSNAP_API void rngsnap_close(rngsnap *ctx);
+
+/* Rank and world size used by seeding and recorded in checkpoints.
+ * Defaults come from RANK/WORLD_SIZE, OMPI_COMM_WORLD_RANK/_SIZE,
+ * PMI_RANK/PMI_SIZE, else 0 and 1.  Set them before seeding. */
+RNGSNAP_API int rngsnap_set_rank(rngsnap *ctx, int rank, int world_size);
+RNGSNAP_API int rngsnap_get_rank(const rngsnap *ctx, int *rank,
+                                 int *world_size);
+
+/* Seed every entry from (seed, rank, backend, device, stream name);
+ * see docs/seeding in the user guide for the mixing function. */
+RNGSNAP_API int rngsnap_seed_all(rngsnap *ctx, uint64_t seed);
+
+/* ---- checkpoints ------------------------------------------------------- */
+
+RNGSNAP_API int rngsnap_save(rngsnap *ctx, const char *path, unsigned flags);
+/* All or nothing: on any error no live state changes. */
+RNGSNAP_API int rngsnap_load(rngsnap *ctx, const char *path, unsigned flags);
+
+/* Register app-owned state under a unique name (1..255 bytes). */
+RNGSNAP_API int rngsnap_register_state(rngsnap *ctx, const char *name,
+                                       const rngsnap_state_ops *ops,
+                                       void *user);
+
+/* ---- streams ----------------------------------------------------------- */
+
+RNGSNAP_API int rngsnap_stream_find(rngsnap *ctx, const char *backend,
+                                    int device, const char *name,
+                                    rngsnap_stream **out);
+RNGSNAP_API size_t rngsnap_stream_count(const rngsnap *ctx);
+RNGSNAP_API rngsnap_stream *rngsnap_stream_at(rngsnap *ctx, size_t i);
+RNGSNAP_API const char *rngsnap_stream_backend(const rngsnap_stream *s);
+RNGSNAP_API int rngsnap_stream_device(const rngsnap_stream *s);
+RNGSNAP_API const char *rngsnap_stream_name(const rngsnap_stream *s);
+RNGSNAP_API rngsnap_memory rngsnap_stream_memory(const rngsnap_stream *s);
+/* The stream's current Philox position, without advancing it
+ * (RNGSNAP_E_UNAVAILABLE for a backend whose state is not Philox). */
+RNGSNAP_API int rngsnap_stream_position(rngsnap_stream *s,
+                                        rngsnap_philox *at);
+
+/* Draw n values of dist into out (memory per rngsnap_stream_memory). */
+RNGSNAP_API int rngsnap_generate(rngsnap_stream *s, rngsnap_dist dist,
+                                 void *out, size_t n);
+/* Hand the next n words to the caller's own kernels: *at is the position
+ * of the first reserved word; the stream advances by n (0: report only). */
+RNGSNAP_API int rngsnap_reserve(rngsnap_stream *s, uint64_t n,
+                                rngsnap_philox *at);
+
+/* Size in bytes of one value of dist, and words of the stream it uses. */
+RNGSNAP_API size_t rngsnap_dist_size(rngsnap_dist dist);
+RNGSNAP_API const char *rngsnap_dist_name(rngsnap_dist dist);
+
+/* ---- backends (for listing tools) -------------------------------------- */
+
+typedef struct rngsnap_backend_info {
+    const char *name;        /* section name after "backend."             */
+    const char *plugin_path; /* absolute path of the loaded .so, or the
+                                paths tried when it could not be loaded    */
+    const char *version;     /* plugin version string, NULL if not loaded */
+    const char *status;      /* plugin's one-line status, e.g. emulation  */
+    const char *reason;      /* why unavailable/skipped, else NULL        */
+    int required;
+    int available;           /* has at least one device                   */
+    int skipped;             /* optional and unavailable: not in registry */
+    int emulated;            /* devices are emulated in host memory       */
+    int device_count;
+    size_t stream_names;     /* number of stream names per device         */
+} rngsnap_backend_info;
+
+RNGSNAP_API size_t rngsnap_backend_count(const rngsnap *ctx);
+RNGSNAP_API int rngsnap_backend_get(const rngsnap *ctx, size_t i,
+                                    rngsnap_backend_info *out);
+RNGSNAP_API const char *rngsnap_backend_device_name(const rngsnap *ctx,
+                                                    size_t backend,
+                                                    int device);
+RNGSNAP_API const char *rngsnap_backend_stream_name(const rngsnap *ctx,
+                                                    size_t backend,
+                                                    size_t i);
+
+/* ---- checkpoint files, read without a registry (inspect/verify/diff) --- */
+
+typedef struct rngsnap_file rngsnap_file;
+
+typedef enum rngsnap_section_kind {
+    RNGSNAP_SECTION_STREAM = 1, /* one registry entry's state */
+    RNGSNAP_SECTION_APP = 2     /* one registered app state   */
+} rngsnap_section_kind;
+
+typedef struct rngsnap_file_header {
+    uint32_t format_version;
+    char library_version[16]; /* NUL-terminated */
+    int32_t rank, world_size;
+    int64_t created_unix;     /* seconds since the epoch (UTC) */
+    uint32_t section_count;
+    uint64_t file_size;
+    uint64_t file_checksum;   /* XXH64 of the file, see docs/format.md */
+} rngsnap_file_header;
+
+typedef struct rngsnap_file_section {
+    rngsnap_section_kind kind;
+    const char *backend;  /* stream sections; NULL for app state */
+    int device;           /* stream sections; -1 for app state   */
+    const char *name;     /* stream name or app state name       */
+    uint32_t state_format;
+    size_t state_size;
+    const void *state;
+    uint64_t checksum;    /* the section's stored (verified) checksum */
+} rngsnap_file_section;
+
+/* Read and verify the whole file (structure and every checksum).  On
+ * failure returns RNGSNAP_E_IO / RNGSNAP_E_CORRUPT and writes the reason
+ * into err (if errlen > 0); *out is NULL. */
+RNGSNAP_API int rngsnap_file_open(const char *path, rngsnap_file **out,
+                                  char *err, size_t errlen);
+RNGSNAP_API void rngsnap_file_close(rngsnap_file *f);
+RNGSNAP_API const rngsnap_file_header *
+rngsnap_file_header_get(const rngsnap_file *f);
+RNGSNAP_API size_t rngsnap_file_section_count(const rngsnap_file *f);
+RNGSNAP_API const rngsnap_file_section *
+rngsnap_file_section_at(const rngsnap_file *f, size_t i);
+/* Decode a section's state as a Philox position; RNGSNAP_E_INVALID if the
+ * state format is not the built-in Philox format. */
+RNGSNAP_API int rngsnap_philox_decode(const rngsnap_file_section *sec,
+                                      rngsnap_philox *out);
+
+/* ---- errors ------------------------------------------------------------ */
+
+/* Detailed message of the last error on ctx; with NULL, the last failed
+ * rngsnap_open of this thread.  Never NULL. */
+RNGSNAP_API const char *rngsnap_errmsg(const rngsnap *ctx);
+/* Short fixed text of a return code.  Never NULL. */
+RNGSNAP_API const char *rngsnap_strerror(int code);
+/* Name of a return code, e.g. "RNGSNAP_E_MISMATCH".  Never NULL. */
+RNGSNAP_API const char *rngsnap_error_name(int code);
+
+RNGSNAP_API const char *rngsnap_version(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* RNGSNAP_H */

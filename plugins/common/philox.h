@@ -1,0 +1,35 @@
+/*
+ * philox.h - the Philox4x32-10 engine shared by every built-in plugin.
+ *
+ * Word j of stream (seed, subsequence) is word j%4 of Philox4x32-10 with
+ * key = (seed low, seed high) and counter = (j/4 low, j/4 high,
+ * subsequence low, subsequence high): cuRAND's curand_init() numbering.
+ * Conversions from words to each rngsnap_dist are documented in
+ * docs/engine.md and are the same on every backend that runs this code.
+ */
+#ifndef RNGSNAP_PHILOX_H
+#define RNGSNAP_PHILOX_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <rngsnap.h>
+
+/* One block: out = Philox4x32-10(counter ctr, key). */
+void philox4x32_10(const uint32_t ctr[4], const uint32_t key[2],
+                   uint32_t out[4]);
+
+/* Words of the stream that n values of dist consume. */
+uint64_t philox_words_for(rngsnap_dist dist, size_t n);
+
+/* Fill out with n values of dist from position *st and advance
+ * st->offset by philox_words_for(dist, n).  Host memory only.
+ * Returns RNGSNAP_OK or RNGSNAP_E_INVALID (bad dist). */
+int philox_generate(rngsnap_philox *st, rngsnap_dist dist, void *out,
+                    size_t n);
+
+/* The 24-byte checkpoint state (three little-endian uint64). */
+void philox_state_pack(const rngsnap_philox *st, void *buf24);
+void philox_state_unpack(const void *buf24, rngsnap_philox *st);
+
+#endif
