@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# test.sh - the one command that runs the whole test suite from a fresh machine:
+#   installs what is missing (Debian/Ubuntu), configures and builds into build/,
+#   runs every Meson test suite (the backend matrix included), then the core
+#   and checkpoint suites again under valgrind, and ends with "N passed, N failed".
+# Usage: bash scripts/test.sh [--werror] [--builddir DIR]
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+werror=false
+builddir=build
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --werror) werror=true ;;
+    --builddir) builddir="$2"; shift ;;
+    *) echo "usage: $0 [--werror] [--builddir DIR]" >&2; exit 2 ;;
+  esac
+  shift
+done
+
+. scripts/ci-deps.sh
+rngsnap_install_deps || { echo "could not install dependencies"; echo "0 passed, 1 failed"; exit 1; }
+
+if [ -f "$builddir/build.ninja" ]; then
+  meson configure "$builddir" -Dwerror="$werror" >/dev/null
+else
+  meson setup "$builddir" -Dwerror="$werror" || { echo "0 passed, 1 failed"; exit 1; }
+fi
+ninja -C "$builddir" || { echo "build failed"; echo "0 passed, 1 failed"; exit 1; }
+
+# Plain run of every suite, then the core and checkpoint suites under valgrind.
+meson test -C "$builddir" --print-errorlogs --num-processes 2 \
+  --logbase plain
+meson test -C "$builddir" --print-errorlogs --num-processes 2 \
+  --suite core --suite checkpoint --logbase valgrind \
+  --wrap 'valgrind --error-exitcode=1 --leak-check=full --errors-for-leak-kinds=definite --quiet' \
+  --timeout-multiplier 10
+
+# The closing line, computed from Meson's machine-readable logs.
+python3 - "$builddir/meson-logs" <<'PY'
+import json, sys, os
+passed = failed = skipped = 0
+for name in ("plain.json", "valgrind.json"):
+    path = os.path.join(sys.argv[1], name)
+    if not os.path.exists(path):
+        failed += 1
+        print(f"missing {path}")
+        continue
+    for line in open(path):
+        r = json.loads(line)
+        res = r.get("result")
+        if res in ("OK", "EXPECTEDFAIL"):
+            passed += 1
+        elif res == "SKIP":
+            skipped += 1
+        else:
+            failed += 1
+            print(f"FAILED: {r.get('name')} ({res}) [{name[:-5]}]")
+if skipped:
+    print(f"{skipped} skipped (hardware not present)")
+print(f"{passed} passed, {failed} failed")
+sys.exit(1 if failed else 0)
+PY
