@@ -7,7 +7,9 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
+# CI (the CI variable set) builds with -Werror; so does --werror.
 werror=false
+[ -n "${CI:-}" ] && werror=true
 builddir=build
 while [ $# -gt 0 ]; do
   case "$1" in
