@@ -1,0 +1,72 @@
+/*
+ * cli.h - what the subcommands of the rngsnap command share: the global
+ * options, the exit codes, and small helpers (config path, messages).
+ */
+#ifndef RNGSNAP_TOOLS_CLI_H
+#define RNGSNAP_TOOLS_CLI_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include <rngsnap.h>
+
+/* Exit codes of every subcommand (documented in --help and docs). */
+enum {
+    CLI_OK = 0,    /* the command did what was asked; checks passed  */
+    CLI_FAIL = 1,  /* a check failed: verify, diff, demo mismatch    */
+    CLI_USAGE = 2  /* bad usage, bad config, I/O error               */
+};
+
+/* Options given before the subcommand. */
+typedef struct cli_globals {
+    const char *config;  /* -c/--config, else NULL                       */
+    const char *argv0;   /* program name for messages                    */
+} cli_globals;
+
+/* One subcommand: name, one-line summary, entry, whether hidden. */
+typedef struct cli_command {
+    const char *name;
+    const char *summary;
+    int (*run)(const cli_globals *g, int argc, char **argv);
+    int hidden;
+} cli_command;
+
+/* The rng.ini to use and where that choice came from ("-c", "RNGSNAP_CONFIG",
+ * "build tree", "installed default").  Never NULL. */
+const char *cli_config_path(const cli_globals *g, const char **origin);
+
+/* Print "rngsnap CMD: message" to stderr. */
+void cli_err(const char *cmd, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* True when arg is -h or --help. */
+int cli_is_help(const char *arg);
+
+/* Open and verify a checkpoint with rngsnap_file_open.  On failure print
+ * "rngsnap CMD: PATH: reason" and return the exit code: CLI_FAIL for a
+ * corrupt file when corrupt_is_check (verify, inspect), else CLI_USAGE. */
+int cli_file_open(const char *cmd, const char *path, rngsnap_file **out,
+                  int corrupt_is_check);
+
+/* Printable name of a state format ("philox4x32-10", or its four ASCII
+ * characters, or hex) into buf. */
+const char *cli_format_name(uint32_t format, char *buf, size_t len);
+
+/* "backend:device/name" or "app:name" of a section, into buf. */
+const char *cli_section_label(const rngsnap_file_section *s, char *buf,
+                              size_t len);
+
+/* The subcommands. */
+int cmd_backends(const cli_globals *g, int argc, char **argv);
+int cmd_inspect(const cli_globals *g, int argc, char **argv);
+int cmd_verify(const cli_globals *g, int argc, char **argv);
+int cmd_diff(const cli_globals *g, int argc, char **argv);
+int cmd_demo(const cli_globals *g, int argc, char **argv);
+int cmd_demo_job(const cli_globals *g, int argc, char **argv);
+
+/* Shared text of the exit-code paragraph in every --help. */
+#define CLI_EXIT_HELP                                                  \
+    "Exit status: 0 ok; 1 a check failed; 2 usage, config or I/O error.\n"
+
+#endif

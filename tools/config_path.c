@@ -1,0 +1,55 @@
+/*
+ * config_path.c - which rng.ini the rngsnap command uses.
+ *
+ * Precedence: -c/--config; the RNGSNAP_CONFIG variable; the build tree's
+ * config/rng.ini when this binary is the one in <build>/tools (so a fresh
+ * build works before anything is installed); the installed default.
+ */
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "rngsnap_build_config.h"
+
+/* Nonzero when /proc/self/exe lies in <RNGSNAP_BUILD_ROOT>/tools. */
+static int running_from_build_tree(void)
+{
+    char exe[PATH_MAX], root[PATH_MAX], want[PATH_MAX + 8];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n <= 0)
+        return 0;
+    exe[n] = '\0';
+    char *slash = strrchr(exe, '/');
+    if (!slash)
+        return 0;
+    *slash = '\0';
+    /* The build root may be reached through a symlink: compare real paths. */
+    if (!realpath(RNGSNAP_BUILD_ROOT, root))
+        return 0;
+    snprintf(want, sizeof want, "%s/tools", root);
+    return strcmp(exe, want) == 0;
+}
+
+const char *cli_config_path(const cli_globals *g, const char **origin)
+{
+    const char *env = getenv("RNGSNAP_CONFIG");
+    const char *dummy;
+    if (!origin)
+        origin = &dummy;
+    if (g && g->config) {
+        *origin = "-c";
+        return g->config;
+    }
+    if (env && *env) {
+        *origin = "RNGSNAP_CONFIG";
+        return env;
+    }
+    if (running_from_build_tree()) {
+        *origin = "build tree";
+        return RNGSNAP_BUILD_INI;
+    }
+    *origin = "installed default";
+    return RNGSNAP_DEFAULT_INI;
+}

@@ -1,0 +1,55 @@
+/*
+ * file_util.c - helpers shared by inspect, verify and diff: open a
+ * checkpoint with a clear message, name a section and a state format.
+ */
+#include <ctype.h>
+#include <stdio.h>
+
+#include <rngsnap/backend.h>
+
+#include "cli.h"
+
+int cli_file_open(const char *cmd, const char *path, rngsnap_file **out,
+                  int corrupt_is_check)
+{
+    char err[1024] = "";
+    int rc = rngsnap_file_open(path, out, err, sizeof err);
+    if (rc == RNGSNAP_OK)
+        return CLI_OK;
+    cli_err(cmd, "%s: %s (%s)", path, err[0] ? err : rngsnap_strerror(rc),
+            rngsnap_error_name(rc));
+    return rc == RNGSNAP_E_CORRUPT && corrupt_is_check ? CLI_FAIL : CLI_USAGE;
+}
+
+const char *cli_format_name(uint32_t format, char *buf, size_t len)
+{
+    if (format == RNGSNAP_STATE_PHILOX4X32_10) {
+        snprintf(buf, len, "philox4x32-10");
+        return buf;
+    }
+    /* Formats are usually four ASCII characters, little-endian. */
+    char c[5];
+    int printable = 1;
+    for (int i = 0; i < 4; i++) {
+        c[i] = (char)((format >> (8 * i)) & 0xff);
+        if (!isprint((unsigned char)c[i]))
+            printable = 0;
+    }
+    c[4] = '\0';
+    if (printable)
+        snprintf(buf, len, "'%s' (0x%08x)", c, (unsigned)format);
+    else
+        snprintf(buf, len, "0x%08x", (unsigned)format);
+    return buf;
+}
+
+const char *cli_section_label(const rngsnap_file_section *s, char *buf,
+                              size_t len)
+{
+    if (s->kind == RNGSNAP_SECTION_STREAM)
+        snprintf(buf, len, "%s:%d/%s", s->backend ? s->backend : "?",
+                 s->device, s->name ? s->name : "?");
+    else
+        snprintf(buf, len, "app:%s", s->name ? s->name : "?");
+    return buf;
+}

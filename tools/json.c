@@ -1,0 +1,58 @@
+/*
+ * json.c - JSON string escaping (RFC 8259): quote, backslash and control
+ * characters escaped; bytes >= 0x80 are passed through when they form
+ * valid UTF-8 and written as \u00XX (Latin-1 reading) when they do not, so
+ * the output always parses.
+ */
+#include "json.h"
+
+/* Length of the valid UTF-8 sequence at s, or 0. */
+static int utf8_len(const unsigned char *s)
+{
+    int n;
+    if (s[0] >= 0xc2 && s[0] <= 0xdf)
+        n = 2;
+    else if (s[0] >= 0xe0 && s[0] <= 0xef)
+        n = 3;
+    else if (s[0] >= 0xf0 && s[0] <= 0xf4)
+        n = 4;
+    else
+        return 0;
+    for (int i = 1; i < n; i++)
+        if ((s[i] & 0xc0) != 0x80)
+            return 0;
+    return n;
+}
+
+void json_string(FILE *to, const char *s)
+{
+    if (!s) {
+        fputs("null", to);
+        return;
+    }
+    fputc('"', to);
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        switch (*p) {
+        case '"': fputs("\\\"", to); break;
+        case '\\': fputs("\\\\", to); break;
+        case '\n': fputs("\\n", to); break;
+        case '\r': fputs("\\r", to); break;
+        case '\t': fputs("\\t", to); break;
+        default:
+            if (*p < 0x20) {
+                fprintf(to, "\\u%04x", *p);
+            } else if (*p < 0x80) {
+                fputc(*p, to);
+            } else {
+                int n = utf8_len(p);
+                if (n) {
+                    fwrite(p, 1, (size_t)n, to);
+                    p += n - 1;
+                } else {
+                    fprintf(to, "\\u%04x", *p);
+                }
+            }
+        }
+    }
+    fputc('"', to);
+}

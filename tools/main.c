@@ -1,0 +1,105 @@
+/*
+ * main.c - the rngsnap command: global options and dispatch to one
+ * subcommand (one file per subcommand, cmd_*.c).
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+#include "rngsnap_build_config.h"
+
+static const cli_command commands[] = {
+    {"backends", "list every configured backend, its devices and streams",
+     cmd_backends, 0},
+    {"inspect", "show the header and every section of a checkpoint",
+     cmd_inspect, 0},
+    {"verify", "check a checkpoint's structure and every checksum",
+     cmd_verify, 0},
+    {"diff", "compare two checkpoints entry by entry", cmd_diff, 0},
+    {"demo", "kill a simulated training job and resume it bit for bit",
+     cmd_demo, 0},
+    /* The child process of demo (fork+exec of this program). */
+    {"__demo-job", "", cmd_demo_job, 1},
+};
+#define NCOMMANDS (sizeof commands / sizeof commands[0])
+
+static void usage(FILE *to)
+{
+    fprintf(to,
+        "usage: rngsnap [-c FILE] COMMAND [ARGS...]\n"
+        "       rngsnap COMMAND --help | --help | --version\n"
+        "\n"
+        "Checkpoint and restore every random-number stream of a process.\n"
+        "\n"
+        "Commands:\n");
+    for (size_t i = 0; i < NCOMMANDS; i++)
+        if (!commands[i].hidden)
+            fprintf(to, "  %-10s %s\n", commands[i].name, commands[i].summary);
+    fprintf(to,
+        "\n"
+        "Options:\n"
+        "  -c, --config FILE  rng.ini to use (also accepted after COMMAND)\n"
+        "  -h, --help         this text\n"
+        "      --version      library and program version\n"
+        "\n"
+        "The rng.ini used is the first of: -c FILE; the RNGSNAP_CONFIG\n"
+        "variable; the build tree's config/rng.ini when this program runs\n"
+        "from its build folder; the installed default (%s).\n"
+        "\n" CLI_EXIT_HELP,
+        RNGSNAP_DEFAULT_INI);
+}
+
+void cli_err(const char *cmd, const char *fmt, ...)
+{
+    va_list ap;
+    fprintf(stderr, "rngsnap%s%s: ", cmd ? " " : "", cmd ? cmd : "");
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+}
+
+int cli_is_help(const char *arg)
+{
+    return strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0;
+}
+
+int main(int argc, char **argv)
+{
+    cli_globals g = {.config = NULL, .argv0 = argv[0]};
+    int i = 1;
+
+    /* Global options stop at the first word that is not one. */
+    for (; i < argc && argv[i][0] == '-'; i++) {
+        const char *a = argv[i];
+        if (cli_is_help(a)) {
+            usage(stdout);
+            return CLI_OK;
+        } else if (strcmp(a, "--version") == 0) {
+            printf("rngsnap %s (library %s)\n", RNGSNAP_VERSION_STRING,
+                   rngsnap_version());
+            return CLI_OK;
+        } else if (strcmp(a, "-c") == 0 || strcmp(a, "--config") == 0) {
+            if (i + 1 >= argc) {
+                cli_err(NULL, "%s needs a FILE", a);
+                return CLI_USAGE;
+            }
+            g.config = argv[++i];
+        } else if (strncmp(a, "--config=", 9) == 0) {
+            g.config = a + 9;
+        } else {
+            cli_err(NULL, "unknown option '%s' (see rngsnap --help)", a);
+            return CLI_USAGE;
+        }
+    }
+    if (i >= argc) {
+        usage(stderr);
+        return CLI_USAGE;
+    }
+    for (size_t c = 0; c < NCOMMANDS; c++)
+        if (strcmp(argv[i], commands[c].name) == 0)
+            return commands[c].run(&g, argc - i, argv + i);
+    cli_err(NULL, "unknown command '%s' (see rngsnap --help)", argv[i]);
+    return CLI_USAGE;
+}
