@@ -1,1 +1,578 @@
-/* placeholder */
+/*
+ * checkpoint.c - rngsnap_save, rngsnap_load, rngsnap_register_state.
+ *
+ * Save and load walk the one registry (ctx->streams) and the one list of
+ * app states (ctx->apps): a backend cannot be saved and not restored.
+ * Load is all or nothing: read, decode, verify and match EVERYTHING
+ * first; only then back up and set states, rolling back on failure.
+ *
+ * Hot path: one malloc for the file image on save; on load one read
+ * buffer, one section array and one scratch block (entry map and state
+ * backups).  No per-entry syscalls or allocations.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "checkpoint.h"
+#include "context.h"
+#include "format.h"
+#include "store.h"
+
+#define LOAD_FLAGS 0u
+#define SAVE_FLAGS (RNGSNAP_SAVE_REPLACE | RNGSNAP_SAVE_NO_SYNC)
+
+static void entry_label(const struct rngsnap_stream *s, char *out, size_t n)
+{
+    snprintf(out, n, "%s:%d/%s", s->backend->name, s->device, s->name);
+}
+
+/* A context whose required backend has no device (RNGSNAP_PROBE_ONLY)
+ * has an incomplete registry: refuse to save or load it. */
+static int check_usable(struct rngsnap *ctx, const char *what)
+{
+    for (size_t i = 0; i < ctx->nbackends; i++) {
+        const rs_backend *b = &ctx->backends[i];
+        if (!b->available && !b->skipped)
+            return rs_error(ctx, RNGSNAP_E_UNAVAILABLE,
+                            "%s: backend %s is unavailable%s%s", what,
+                            b->name, b->reason ? ": " : "",
+                            b->reason ? b->reason : "");
+    }
+    return RNGSNAP_OK;
+}
+
+/* The plugin put its detail in ctx->errmsg (host->error); keep it behind
+ * our own prefix. */
+static int plugin_error(struct rngsnap *ctx, int rc, const char *fmt_prefix,
+                        const char *path, const char *label)
+{
+    char detail[RS_ERRMSG_MAX];
+    snprintf(detail, sizeof detail, "%s",
+             ctx->errmsg[0] ? ctx->errmsg : "(the plugin gave no detail)");
+    if (rc <= RNGSNAP_OK || rc > RNGSNAP_E_BACKEND)
+        rc = RNGSNAP_E_BACKEND;
+    return rs_error(ctx, rc, "%s: %s %s: %s", path, fmt_prefix, label,
+                    detail);
+}
+
+/* ---- register_state ------------------------------------------------------ */
+
+RNGSNAP_API int rngsnap_register_state(rngsnap *ctx, const char *name,
+                                       const rngsnap_state_ops *ops,
+                                       void *user)
+{
+    if (!ctx)
+        return RNGSNAP_E_INVALID;
+    if (!name || !*name || strlen(name) > RS_FMT_NAME_MAX)
+        return rs_error(ctx, RNGSNAP_E_INVALID,
+                        "register_state: name must be 1..%u bytes",
+                        RS_FMT_NAME_MAX);
+    if (!ops || !ops->size || !ops->save || !ops->load)
+        return rs_error(ctx, RNGSNAP_E_INVALID,
+                        "register_state %s: ops and its size, save and load "
+                        "callbacks must all be set",
+                        name);
+    for (size_t i = 0; i < ctx->napps; i++)
+        if (strcmp(ctx->apps[i].name, name) == 0)
+            return rs_error(ctx, RNGSNAP_E_INVALID,
+                            "register_state: app state %s is already "
+                            "registered",
+                            name);
+    rs_app_state *a = realloc(ctx->apps, (ctx->napps + 1) * sizeof *a);
+    if (!a)
+        return rs_error(ctx, RNGSNAP_E_NOMEM, "register_state %s: out of "
+                        "memory", name);
+    ctx->apps = a;
+    char *copy = strdup(name);
+    if (!copy)
+        return rs_error(ctx, RNGSNAP_E_NOMEM, "register_state %s: out of "
+                        "memory", name);
+    a[ctx->napps].name = copy;
+    a[ctx->napps].ops = *ops;
+    a[ctx->napps].user = user;
+    ctx->napps++;
+    return RNGSNAP_OK;
+}
+
+void rs_apps_free(struct rngsnap *ctx)
+{
+    for (size_t i = 0; i < ctx->napps; i++)
+        free(ctx->apps[i].name);
+    free(ctx->apps);
+    ctx->apps = NULL;
+    ctx->napps = 0;
+}
+
+/* ---- save --------------------------------------------------------------- */
+
+RNGSNAP_API int rngsnap_save(rngsnap *ctx, const char *path, unsigned flags)
+{
+    if (!ctx)
+        return RNGSNAP_E_INVALID;
+    if (!path || !*path)
+        return rs_error(ctx, RNGSNAP_E_INVALID, "save: no path given");
+    if (flags & ~SAVE_FLAGS)
+        return rs_error(ctx, RNGSNAP_E_INVALID,
+                        "save %s: unknown flags 0x%x", path,
+                        flags & ~SAVE_FLAGS);
+    int rc = check_usable(ctx, path);
+    if (rc)
+        return rc;
+    if (ctx->awaiting_load)
+        /* Saving a resumed job before its load would write fresh states
+         * over the checkpoint it is about to resume from. */
+        return rs_error(ctx, RNGSNAP_E_ORDER,
+                        "save %s: this context was opened with "
+                        "RNGSNAP_RESUME and has not loaded a checkpoint yet",
+                        path);
+
+    /* Size the file: one pass over the registry and the app states. */
+    size_t nsec = ctx->nstreams + ctx->napps;
+    if (nsec > UINT32_MAX)
+        return rs_error(ctx, RNGSNAP_E_INVALID, "save %s: too many sections",
+                        path);
+    size_t total = RS_FMT_HEADER_SIZE + RS_FMT_TRAILER_SIZE;
+    for (size_t i = 0; i < ctx->nstreams; i++) {
+        const struct rngsnap_stream *s = &ctx->streams[i];
+        size_t bl = strlen(s->backend->name), nl = strlen(s->name);
+        uint32_t ss = s->backend->vt->state_size;
+        if (bl > RS_FMT_NAME_MAX || nl > RS_FMT_NAME_MAX
+            || ss > RS_FMT_STREAM_STATE_MAX)
+            return rs_error(ctx, RNGSNAP_E_INVALID,
+                            "save %s: %s:%d/%s: name longer than %u bytes or "
+                            "state larger than %u bytes",
+                            path, s->backend->name, s->device, s->name,
+                            RS_FMT_NAME_MAX, RS_FMT_STREAM_STATE_MAX);
+        total += rs_fmt_section_size(bl, nl, ss);
+    }
+    size_t *asz = NULL;
+    if (ctx->napps) {
+        asz = malloc(ctx->napps * sizeof *asz);
+        if (!asz)
+            return rs_error(ctx, RNGSNAP_E_NOMEM, "save %s: out of memory",
+                            path);
+    }
+    for (size_t i = 0; i < ctx->napps; i++) {
+        const rs_app_state *a = &ctx->apps[i];
+        asz[i] = a->ops.size(a->user);
+        if (asz[i] > RS_FMT_APP_STATE_MAX) {
+            rc = rs_error(ctx, RNGSNAP_E_INVALID,
+                          "save %s: app state %s is %zu bytes, more than "
+                          "the %u a checkpoint holds",
+                          path, a->name, asz[i], RS_FMT_APP_STATE_MAX);
+            goto out;
+        }
+        total += rs_fmt_section_size(0, strlen(a->name), asz[i]);
+    }
+    if (total > RS_FMT_FILE_MAX) {
+        rc = rs_error(ctx, RNGSNAP_E_INVALID,
+                      "save %s: checkpoint would be %zu bytes, more than "
+                      "the %zu allowed",
+                      path, total, (size_t)RS_FMT_FILE_MAX);
+        goto out;
+    }
+
+    uint8_t *buf = malloc(total);
+    if (!buf) {
+        rc = rs_error(ctx, RNGSNAP_E_NOMEM,
+                      "save %s: out of memory for %zu bytes", path, total);
+        goto out;
+    }
+    rs_fmt_put_header(buf, ctx->rank, ctx->world_size, (int64_t)time(NULL),
+                      (uint32_t)nsec);
+    uint8_t *p = buf + RS_FMT_HEADER_SIZE;
+    ctx->errmsg[0] = 0;
+    for (size_t i = 0; i < ctx->nstreams; i++) {
+        const struct rngsnap_stream *s = &ctx->streams[i];
+        const rngsnap_backend *vt = s->backend->vt;
+        size_t bl = strlen(s->backend->name), nl = strlen(s->name);
+        uint8_t *st = rs_fmt_put_section(
+            p, RNGSNAP_SECTION_STREAM, s->backend->name, bl, s->device,
+            s->name, nl, vt->state_format, vt->state_size);
+        int prc = vt->get_state(s->handle, st, vt->state_size);
+        if (prc != RNGSNAP_OK) {
+            char label[600];
+            entry_label(s, label, sizeof label);
+            rc = plugin_error(ctx, RNGSNAP_E_BACKEND, "get_state of", path,
+                              label);
+            free(buf);
+            goto out;
+        }
+        size_t size = rs_fmt_section_size(bl, nl, vt->state_size);
+        rs_fmt_section_seal(p, size);
+        p += size;
+    }
+    for (size_t i = 0; i < ctx->napps; i++) {
+        const rs_app_state *a = &ctx->apps[i];
+        size_t nl = strlen(a->name);
+        uint8_t *st = rs_fmt_put_section(p, RNGSNAP_SECTION_APP, NULL, 0, -1,
+                                         a->name, nl, 0, (uint32_t)asz[i]);
+        int arc = a->ops.save(a->user, st, asz[i]);
+        if (arc != 0) {
+            rc = rs_error(ctx, RNGSNAP_E_BACKEND,
+                          "save %s: app state %s: save callback returned %d",
+                          path, a->name, arc);
+            free(buf);
+            goto out;
+        }
+        size_t size = rs_fmt_section_size(0, nl, asz[i]);
+        rs_fmt_section_seal(p, size);
+        p += size;
+    }
+    rs_fmt_put_trailer(buf, total);
+
+    char err[RS_ERRMSG_MAX];
+    rc = rs_store_write(path, buf, total, flags, err, sizeof err);
+    if (rc != RNGSNAP_OK)
+        rs_error(ctx, rc, "save %s", err);
+    free(buf);
+out:
+    free(asz);
+    return rc;
+}
+
+/* ---- load: matching ------------------------------------------------------ */
+
+static int stream_is(const struct rngsnap_stream *e, const rs_fmt_section *s)
+{
+    return e->device == s->pub.device
+           && memcmp(e->backend->name, s->pub.backend, s->backend_len) == 0
+           && e->backend->name[s->backend_len] == 0
+           && memcmp(e->name, s->pub.name, s->name_len) == 0
+           && e->name[s->name_len] == 0;
+}
+
+static int app_is(const rs_app_state *a, const rs_fmt_section *s)
+{
+    return memcmp(a->name, s->pub.name, s->name_len) == 0
+           && a->name[s->name_len] == 0;
+}
+
+/* Pair every section with its live entry: smap[entry] and amap[app] get
+ * the section index.  Sections normally come in registry order, so the
+ * next entry is tried first and the search is linear only on a miss. */
+static int match_sections(struct rngsnap *ctx, const char *path,
+                          const rs_fmt_view *v, uint32_t *smap,
+                          uint32_t *amap)
+{
+    const uint32_t none = UINT32_MAX;
+    size_t n = v->header.section_count;
+    size_t next_s = 0, next_a = 0;
+    size_t extra = 0, first_extra = 0;
+    for (size_t i = 0; i < ctx->nstreams; i++)
+        smap[i] = none;
+    for (size_t i = 0; i < ctx->napps; i++)
+        amap[i] = none;
+    for (size_t i = 0; i < n; i++) {
+        const rs_fmt_section *s = &v->sections[i];
+        uint32_t *map;
+        size_t found = SIZE_MAX;
+        if (s->pub.kind == RNGSNAP_SECTION_STREAM) {
+            map = smap;
+            if (next_s < ctx->nstreams && stream_is(&ctx->streams[next_s], s))
+                found = next_s;
+            else
+                for (size_t e = 0; e < ctx->nstreams; e++)
+                    if (stream_is(&ctx->streams[e], s)) {
+                        found = e;
+                        break;
+                    }
+            next_s = found + 1;
+        } else {
+            map = amap;
+            if (next_a < ctx->napps && app_is(&ctx->apps[next_a], s))
+                found = next_a;
+            else
+                for (size_t e = 0; e < ctx->napps; e++)
+                    if (app_is(&ctx->apps[e], s)) {
+                        found = e;
+                        break;
+                    }
+            next_a = found + 1;
+        }
+        if (found == SIZE_MAX) {
+            if (extra++ == 0)
+                first_extra = i;
+            continue;
+        }
+        if (map[found] != none) {
+            char label[600];
+            rs_fmt_section_label(&s->pub, label, sizeof label);
+            return rs_error(ctx, RNGSNAP_E_CORRUPT,
+                            "%s: section %zu (%s) repeats section %u", path,
+                            i, label, map[found]);
+        }
+        map[found] = (uint32_t)i;
+    }
+    size_t missing = 0;
+    char lack[600] = "";
+    for (size_t e = 0; e < ctx->nstreams; e++)
+        if (smap[e] == none && missing++ == 0)
+            entry_label(&ctx->streams[e], lack, sizeof lack);
+    for (size_t e = 0; e < ctx->napps; e++)
+        if (amap[e] == none && missing++ == 0)
+            snprintf(lack, sizeof lack, "app state %s", ctx->apps[e].name);
+    if (!extra && !missing)
+        return RNGSNAP_OK;
+
+    char has[600] = "", a[800] = "", b[800] = "";
+    if (extra) {
+        rs_fmt_section_label(&v->sections[first_extra].pub, has, sizeof has);
+        snprintf(a, sizeof a,
+                 "checkpoint has %s, which this configuration does not "
+                 "load",
+                 has);
+        if (extra > 1)
+            snprintf(a + strlen(a), sizeof a - strlen(a), " (and %zu more)",
+                     extra - 1);
+    }
+    if (missing) {
+        snprintf(b, sizeof b,
+                 "this configuration has %s, which the checkpoint lacks",
+                 lack);
+        if (missing > 1)
+            snprintf(b + strlen(b), sizeof b - strlen(b), " (and %zu more)",
+                     missing - 1);
+    }
+    return rs_error(ctx, RNGSNAP_E_MISMATCH, "%s: %s%s%s; nothing restored",
+                    path, a, extra && missing ? "; " : "", b);
+}
+
+/* Format and size of every stream state, then the plugin's own check. */
+static int check_states(struct rngsnap *ctx, const char *path,
+                        const rs_fmt_view *v, const uint32_t *smap)
+{
+    for (size_t e = 0; e < ctx->nstreams; e++) {
+        const struct rngsnap_stream *s = &ctx->streams[e];
+        const rngsnap_backend *vt = s->backend->vt;
+        const rngsnap_file_section *sec = &v->sections[smap[e]].pub;
+        if (sec->state_format != vt->state_format
+            || sec->state_size != vt->state_size) {
+            char label[600];
+            entry_label(s, label, sizeof label);
+            return rs_error(ctx, RNGSNAP_E_MISMATCH,
+                            "%s: section %u (%s): state format 0x%08x of %zu "
+                            "bytes, but plugin %s uses format 0x%08x of %u "
+                            "bytes; nothing restored",
+                            path, smap[e], label, sec->state_format,
+                            sec->state_size, s->backend->name,
+                            vt->state_format, vt->state_size);
+        }
+    }
+    ctx->errmsg[0] = 0;
+    for (size_t e = 0; e < ctx->nstreams; e++) {
+        const struct rngsnap_stream *s = &ctx->streams[e];
+        const rngsnap_backend *vt = s->backend->vt;
+        if (!RNGSNAP_BACKEND_HAS(vt, validate_state))
+            continue;
+        const rngsnap_file_section *sec = &v->sections[smap[e]].pub;
+        int rc = vt->validate_state(s->backend->bctx, sec->state,
+                                    sec->state_size);
+        if (rc != RNGSNAP_OK) {
+            char label[600];
+            entry_label(s, label, sizeof label);
+            return plugin_error(ctx, rc, "plugin refuses the state of", path,
+                                label);
+        }
+    }
+    return RNGSNAP_OK;
+}
+
+/* ---- load: applying ------------------------------------------------------ */
+
+/* Put the backed-up states of entries [0, upto) back. Returns how many
+ * could not be restored. */
+static size_t rollback_streams(struct rngsnap *ctx, const uint8_t *backup,
+                               size_t upto)
+{
+    size_t failed = 0;
+    for (size_t e = 0; e < upto; e++) {
+        const struct rngsnap_stream *s = &ctx->streams[e];
+        const rngsnap_backend *vt = s->backend->vt;
+        if (vt->set_state(s->handle, backup, vt->state_size) != RNGSNAP_OK)
+            failed++;
+        backup += vt->state_size;
+    }
+    return failed;
+}
+
+static size_t rollback_apps(struct rngsnap *ctx, const uint8_t *backup,
+                            const size_t *asz, size_t upto)
+{
+    size_t failed = 0;
+    for (size_t i = 0; i < upto; i++) {
+        const rs_app_state *a = &ctx->apps[i];
+        if (a->ops.load(a->user, backup, asz[i]) != 0)
+            failed++;
+        backup += asz[i];
+    }
+    return failed;
+}
+
+/* Back up every app state (so a failed load can be undone) into one
+ * block: *asz gets the sizes, *abuf the bytes. */
+static int backup_apps(struct rngsnap *ctx, const char *path, size_t **asz,
+                       uint8_t **abuf)
+{
+    *asz = NULL;
+    *abuf = NULL;
+    if (!ctx->napps)
+        return RNGSNAP_OK;
+    size_t *sz = malloc(ctx->napps * sizeof *sz), total = 0;
+    if (!sz)
+        return rs_error(ctx, RNGSNAP_E_NOMEM, "load %s: out of memory", path);
+    for (size_t i = 0; i < ctx->napps; i++) {
+        sz[i] = ctx->apps[i].ops.size(ctx->apps[i].user);
+        total += sz[i];
+    }
+    uint8_t *b = malloc(total ? total : 1);
+    if (!b) {
+        free(sz);
+        return rs_error(ctx, RNGSNAP_E_NOMEM, "load %s: out of memory", path);
+    }
+    uint8_t *p = b;
+    for (size_t i = 0; i < ctx->napps; i++) {
+        const rs_app_state *a = &ctx->apps[i];
+        int arc = a->ops.save(a->user, p, sz[i]);
+        if (arc != 0) {
+            free(sz);
+            free(b);
+            return rs_error(ctx, RNGSNAP_E_BACKEND,
+                            "load %s: backing up app state %s: save "
+                            "callback returned %d; nothing restored",
+                            path, a->name, arc);
+        }
+        p += sz[i];
+    }
+    *asz = sz;
+    *abuf = b;
+    return RNGSNAP_OK;
+}
+
+static int apply(struct rngsnap *ctx, const char *path, const rs_fmt_view *v,
+                 const uint32_t *smap, const uint32_t *amap, uint8_t *backup)
+{
+    /* Back up every live state before changing any. */
+    ctx->errmsg[0] = 0;
+    uint8_t *p = backup;
+    for (size_t e = 0; e < ctx->nstreams; e++) {
+        const struct rngsnap_stream *s = &ctx->streams[e];
+        const rngsnap_backend *vt = s->backend->vt;
+        if (vt->get_state(s->handle, p, vt->state_size) != RNGSNAP_OK) {
+            char label[600];
+            entry_label(s, label, sizeof label);
+            return plugin_error(ctx, RNGSNAP_E_BACKEND,
+                                "backing up (nothing restored)", path,
+                                label);
+        }
+        p += vt->state_size;
+    }
+    size_t *asz;
+    uint8_t *abuf;
+    int rc = backup_apps(ctx, path, &asz, &abuf);
+    if (rc)
+        return rc;
+
+    for (size_t e = 0; e < ctx->nstreams; e++) {
+        const struct rngsnap_stream *s = &ctx->streams[e];
+        const rngsnap_backend *vt = s->backend->vt;
+        const rngsnap_file_section *sec = &v->sections[smap[e]].pub;
+        if (vt->set_state(s->handle, sec->state, sec->state_size)
+            != RNGSNAP_OK) {
+            char label[600], what[64];
+            entry_label(s, label, sizeof label);
+            /* The failing entry itself is left as its plugin left it:
+             * a set_state that fails must not change the stream. */
+            size_t bad = rollback_streams(ctx, backup, e);
+            snprintf(what, sizeof what, "set_state (rolled back%s) of",
+                     bad ? ", ROLLBACK INCOMPLETE" : "");
+            rc = plugin_error(ctx, RNGSNAP_E_BACKEND, what, path, label);
+            goto out;
+        }
+    }
+    for (size_t i = 0; i < ctx->napps; i++) {
+        const rs_app_state *a = &ctx->apps[i];
+        const rngsnap_file_section *sec = &v->sections[amap[i]].pub;
+        int arc = a->ops.load(a->user, sec->state, sec->state_size);
+        if (arc != 0) {
+            size_t bad = rollback_apps(ctx, abuf, asz, i)
+                         + rollback_streams(ctx, backup, ctx->nstreams);
+            rc = rs_error(ctx, RNGSNAP_E_BACKEND,
+                          "load %s: app state %s: load callback returned %d; "
+                          "%s",
+                          path, a->name, arc,
+                          bad ? "ROLLBACK INCOMPLETE"
+                              : "everything rolled back");
+            goto out;
+        }
+    }
+out:
+    free(asz);
+    free(abuf);
+    return rc;
+}
+
+/* ---- load ---------------------------------------------------------------- */
+
+RNGSNAP_API int rngsnap_load(rngsnap *ctx, const char *path, unsigned flags)
+{
+    if (!ctx)
+        return RNGSNAP_E_INVALID;
+    if (!path || !*path)
+        return rs_error(ctx, RNGSNAP_E_INVALID, "load: no path given");
+    if (flags & ~LOAD_FLAGS)
+        return rs_error(ctx, RNGSNAP_E_INVALID, "load %s: unknown flags 0x%x",
+                        path, flags & ~LOAD_FLAGS);
+    int rc = check_usable(ctx, path);
+    if (rc)
+        return rc;
+
+    char err[RS_ERRMSG_MAX];
+    uint8_t *buf;
+    size_t len;
+    rc = rs_store_read(path, &buf, &len, err, sizeof err);
+    if (rc)
+        return rs_error(ctx, rc, "load %s", err);
+    rs_fmt_view v;
+    rc = rs_fmt_decode(buf, len, path, 0, &v, err, sizeof err);
+    if (rc) {
+        free(buf);
+        return rs_error(ctx, rc, "%s; nothing restored", err);
+    }
+    uint8_t *scratch = NULL;
+    if (v.header.rank != ctx->rank || v.header.world_size != ctx->world_size) {
+        rc = rs_error(ctx, RNGSNAP_E_MISMATCH,
+                      "%s: checkpoint is rank %d of %d, this process is rank "
+                      "%d of %d; nothing restored",
+                      path, (int)v.header.rank, (int)v.header.world_size,
+                      ctx->rank, ctx->world_size);
+        goto out;
+    }
+    /* One scratch block: entry -> section maps, then state backups. */
+    size_t maps = (ctx->nstreams + ctx->napps) * sizeof(uint32_t);
+    size_t backups = 0;
+    for (size_t e = 0; e < ctx->nstreams; e++)
+        backups += ctx->streams[e].backend->vt->state_size;
+    scratch = malloc(maps + backups + 1);
+    if (!scratch) {
+        rc = rs_error(ctx, RNGSNAP_E_NOMEM, "load %s: out of memory", path);
+        goto out;
+    }
+    uint32_t *smap = (uint32_t *)scratch, *amap = smap + ctx->nstreams;
+    rc = match_sections(ctx, path, &v, smap, amap);
+    if (!rc)
+        rc = check_states(ctx, path, &v, smap);
+    if (!rc)
+        rc = apply(ctx, path, &v, smap, amap, scratch + maps);
+    if (!rc) {
+        ctx->loaded = 1;
+        ctx->awaiting_load = 0;
+    }
+out:
+    free(scratch);
+    rs_fmt_view_free(&v);
+    free(buf);
+    return rc;
+}

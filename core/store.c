@@ -1,1 +1,275 @@
-/* placeholder */
+/*
+ * store.c - atomic whole-file write and bounded whole-file read of
+ * checkpoints.
+ *
+ * Write: a unique temporary file next to the target (so the rename stays
+ * inside one filesystem), one write() of the whole buffer, fsync, rename
+ * into place, fsync of the folder so the new name itself is durable.  A
+ * crash at any point leaves either the old file or the new one at path,
+ * never a torn one.  Read: open, fstat, one read() of the whole file.
+ */
+#include "store.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <rngsnap.h>
+
+#include "format.h"
+
+/* Longest base name kept in a temporary name, so that it stays within
+ * NAME_MAX whatever the target's name. */
+#define TMP_BASE_MAX 160
+
+static int say(char *err, size_t errlen, int code, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 4, 5)))
+#endif
+    ;
+
+static int say(char *err, size_t errlen, int code, const char *fmt, ...)
+{
+    if (err && errlen) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err, errlen, fmt, ap);
+        va_end(ap);
+    }
+    return code;
+}
+
+/* Split path into its folder (written to dir, "." when none) and the
+ * offset of its base name. */
+static int split_path(const char *path, char *dir, size_t dirlen,
+                      size_t *base_off)
+{
+    const char *slash = strrchr(path, '/');
+    if (!slash) {
+        snprintf(dir, dirlen, ".");
+        *base_off = 0;
+        return 0;
+    }
+    size_t n = (size_t)(slash - path);
+    if (n == 0)
+        n = 1; /* "/name": the folder is "/" */
+    if (n >= dirlen)
+        return -1;
+    memcpy(dir, path, n);
+    dir[n] = 0;
+    *base_off = (size_t)(slash - path) + 1;
+    return 0;
+}
+
+/* Create a new, unique temporary file next to path: ".<base>.tmp-<pid>-
+ * <counter>-<nanoseconds>", opened O_EXCL with mode 0666 & ~umask (as a
+ * plain open of the target would be; mkstemp forces 0600). */
+static int open_temp(const char *path, size_t base_off, char *tmp,
+                     size_t tmplen)
+{
+    static atomic_uint counter;
+    const char *base = path + base_off;
+    int baselen = (int)strlen(base);
+    if (baselen > TMP_BASE_MAX)
+        baselen = TMP_BASE_MAX;
+    for (int attempt = 0; attempt < 100; attempt++) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        unsigned c = atomic_fetch_add(&counter, 1u);
+        int n = snprintf(tmp, tmplen, "%.*s.%.*s.tmp-%ld-%u-%lx",
+                         (int)base_off, path, baselen, base, (long)getpid(),
+                         c, (unsigned long)ts.tv_nsec);
+        if (n < 0 || (size_t)n >= tmplen) {
+            errno = ENAMETOOLONG;
+            return -1;
+        }
+        int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+        if (fd >= 0 || errno != EEXIST)
+            return fd;
+    }
+    errno = EEXIST;
+    return -1;
+}
+
+static int write_all(int fd, const uint8_t *p, size_t len)
+{
+    while (len > 0) {
+        ssize_t w = write(fd, p, len);
+        if (w < 0) {
+            if (errno == EINTR)
+                continue;
+            return -1;
+        }
+        if (w == 0) {
+            errno = EIO;
+            return -1;
+        }
+        p += w;
+        len -= (size_t)w;
+    }
+    return 0;
+}
+
+/* Move tmp to path without replacing anything there.  renameat2 does it
+ * in one step; filesystems without RENAME_NOREPLACE get link + unlink,
+ * which is just as safe against a racing creator. */
+static int rename_noreplace(const char *tmp, const char *path)
+{
+    if (renameat2(AT_FDCWD, tmp, AT_FDCWD, path, RENAME_NOREPLACE) == 0)
+        return 0;
+    if (errno != EINVAL && errno != ENOSYS && errno != ENOTSUP)
+        return -1;
+    if (link(tmp, path) != 0)
+        return -1;
+    unlink(tmp);
+    return 0;
+}
+
+static int fsync_dir(const char *dir)
+{
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    int rc = fsync(fd);
+    /* Some filesystems cannot fsync a folder; nothing more can be done
+     * there, and the rename itself already happened. */
+    if (rc != 0 && (errno == EINVAL || errno == ENOTSUP))
+        rc = 0;
+    int saved = errno;
+    close(fd);
+    errno = saved;
+    return rc;
+}
+
+int rs_store_write(const char *path, const void *buf, size_t len,
+                   unsigned flags, char *err, size_t errlen)
+{
+    char dir[PATH_MAX], tmp[PATH_MAX];
+    size_t base_off;
+    if (!path || !*path || path[strlen(path) - 1] == '/')
+        return say(err, errlen, RNGSNAP_E_INVALID,
+                   "checkpoint path \"%s\" does not name a file",
+                   path ? path : "(null)");
+    if (split_path(path, dir, sizeof dir, &base_off) != 0)
+        return say(err, errlen, RNGSNAP_E_INVALID,
+                   "checkpoint path %s is too long", path);
+    int sync = !(flags & RNGSNAP_SAVE_NO_SYNC);
+
+    int fd = open_temp(path, base_off, tmp, sizeof tmp);
+    if (fd < 0)
+        return say(err, errlen, RNGSNAP_E_IO,
+                   "%s: cannot create a temporary file in %s: %s", path, dir,
+                   strerror(errno));
+    const char *step;
+    if (write_all(fd, buf, len) != 0) {
+        step = "write";
+        goto fail_open;
+    }
+    if (sync && fsync(fd) != 0) {
+        step = "fsync";
+        goto fail_open;
+    }
+    if (close(fd) != 0) {
+        fd = -1;
+        step = "close";
+        goto fail;
+    }
+    fd = -1;
+    if (flags & RNGSNAP_SAVE_REPLACE) {
+        if (rename(tmp, path) != 0) {
+            step = "rename";
+            goto fail;
+        }
+    } else if (rename_noreplace(tmp, path) != 0) {
+        if (errno == EEXIST) {
+            unlink(tmp);
+            return say(err, errlen, RNGSNAP_E_EXISTS,
+                       "%s exists; pass RNGSNAP_SAVE_REPLACE to replace it",
+                       path);
+        }
+        step = "rename";
+        goto fail;
+    }
+    if (sync && fsync_dir(dir) != 0)
+        /* The new file is complete and in place; only the durability of
+         * its name is in doubt, and nothing is left to clean up. */
+        return say(err, errlen, RNGSNAP_E_IO,
+                   "%s: saved, but fsync of folder %s failed: %s", path, dir,
+                   strerror(errno));
+    return RNGSNAP_OK;
+
+fail_open:;
+    int saved = errno;
+    close(fd);
+    errno = saved;
+fail:
+    saved = errno;
+    unlink(tmp);
+    return say(err, errlen, RNGSNAP_E_IO,
+               "%s: %s of temporary file %s failed: %s (previous file "
+               "untouched)",
+               path, step, tmp, strerror(saved));
+}
+
+int rs_store_read(const char *path, uint8_t **buf, size_t *len, char *err,
+                  size_t errlen)
+{
+    *buf = NULL;
+    *len = 0;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return say(err, errlen, RNGSNAP_E_IO, "%s: cannot open: %s", path,
+                   strerror(errno));
+    struct stat st;
+    int rc = RNGSNAP_OK;
+    if (fstat(fd, &st) != 0) {
+        rc = say(err, errlen, RNGSNAP_E_IO, "%s: cannot stat: %s", path,
+                 strerror(errno));
+        goto out;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        rc = say(err, errlen, RNGSNAP_E_IO, "%s: not a regular file", path);
+        goto out;
+    }
+    if ((uint64_t)st.st_size > RS_FMT_FILE_MAX) {
+        rc = say(err, errlen, RNGSNAP_E_CORRUPT,
+                 "%s: %lld bytes, more than the %zu a checkpoint may hold",
+                 path, (long long)st.st_size, (size_t)RS_FMT_FILE_MAX);
+        goto out;
+    }
+    size_t want = (size_t)st.st_size;
+    uint8_t *p = malloc(want ? want : 1);
+    if (!p) {
+        rc = say(err, errlen, RNGSNAP_E_NOMEM,
+                 "%s: out of memory for %zu bytes", path, want);
+        goto out;
+    }
+    size_t got = 0;
+    while (got < want) {
+        ssize_t r = read(fd, p + got, want - got);
+        if (r < 0) {
+            if (errno == EINTR)
+                continue;
+            rc = say(err, errlen, RNGSNAP_E_IO, "%s: read failed: %s", path,
+                     strerror(errno));
+            free(p);
+            goto out;
+        }
+        if (r == 0)
+            break; /* shrank since fstat: decode reports the truncation */
+        got += (size_t)r;
+    }
+    *buf = p;
+    *len = got;
+out:
+    close(fd);
+    return rc;
+}
