@@ -1,0 +1,45 @@
+/*
+ * dk_dl.c - loading a vendor runtime for a probe: dlopen/dlsym with the
+ * reason a person can act on when it fails.  The vendor runtimes are not
+ * plugins, so plain libc dlopen is used here, not libltdl.
+ */
+#include "devicekit.h"
+
+#include <dlfcn.h>
+#include <stdarg.h>
+#include <stdio.h>
+
+void dk_reason(dk_probe *p, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(p->reason, sizeof p->reason, fmt, ap);
+    va_end(ap);
+}
+
+void *dk_dlopen(dk_probe *p, const char *hint)
+{
+    dlerror();
+    void *h = dlopen(p->library, RTLD_NOW | RTLD_LOCAL);
+    if (h == NULL) {
+        const char *e = dlerror();
+        dk_reason(p, "%s not found (%s); %s", p->library,
+                  e != NULL ? e : "dlopen failed", hint);
+    }
+    return h;
+}
+
+int dk_dlsym_all(dk_probe *p, void *handle, const char *const *names,
+                 void **fns, size_t nsyms)
+{
+    for (size_t i = 0; i < nsyms; i++) {
+        dlerror();
+        fns[i] = dlsym(handle, names[i]);
+        if (fns[i] == NULL) {
+            dk_reason(p, "%s lacks %s (too old or not the vendor runtime?)",
+                      p->library, names[i]);
+            return -1;
+        }
+    }
+    return 0;
+}
