@@ -1,1 +1,636 @@
-/* placeholder */
+/*
+ * config.c - rng.ini, read with inih (Debian release 55).
+ *
+ * inih does not give line numbers to the handler (INI_HANDLER_LINENO is a
+ * compile-time switch of the library, off in Debian), cuts long lines
+ * silently, turns an indented line into the continuation of the previous
+ * value, and never reports a section header with no key under it.  So we
+ * read the file ourselves and feed inih one line at a time through
+ * ini_parse_stream with our own reader, which
+ *   - counts lines (the handler reads the count: inih reads one line per
+ *     reader call and handles it before the next call),
+ *   - refuses a line longer than the buffer inih hands it (file + line),
+ *   - strips leading blanks (so an indented "key = value" is a key, never
+ *     a hidden multi-line continuation), a BOM and a trailing CR,
+ *   - notices "[section]" headers, so that an empty section counts.
+ * Parsing stops at the first error; every message starts "<file>:<line>:".
+ *
+ * A missing or unreadable rng.ini is RNGSNAP_E_CONFIG (not E_IO): the
+ * configuration the caller named cannot be used; the message names the
+ * path and the system's reason.
+ */
+#include <ctype.h>
+#include <stdarg.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include <ini.h>
+
+#include "config.h"
+#include "context.h"
+#include "internal.h"
+
+#define RS_INI_MAX_BYTES (1u << 20)  /* a config file, not a data file */
+#define RS_INIH_MAX_NAME 50          /* inih 55 MAX_NAME / MAX_SECTION */
+
+/* Per-backend lines of the reserved keys (duplicate detection). */
+typedef struct rs_seen {
+    int plugin, required, streams;
+} rs_seen;
+
+typedef struct rs_parse {
+    struct rngsnap *ctx;
+    rs_config *cfg;
+    const char *data;      /* whole file */
+    size_t len, pos;
+    int line;              /* number of the line last handed to inih */
+    const char *cur;       /* that line, stripped, for messages */
+    size_t cur_len;
+    int err;               /* first error code (0: none) */
+    int err_line;
+    int stop;              /* reader returns EOF from now on */
+    int section;           /* 0 none yet, 1 [rngsnap], 2 [backend.X] */
+    int seen_global;       /* line of the [rngsnap] header */
+    int log_line;
+    rs_seen *seen;         /* parallel to ctx->backends */
+} rs_parse;
+
+/* ---- small helpers ------------------------------------------------------ */
+
+char *rs_path_join(const char *dir, const char *rel)
+{
+    if (rel[0] == '/')
+        return rs_strdup(rel);
+    size_t a = strlen(dir), b = strlen(rel);
+    char *s = malloc(a + 1 + b + 1);
+    if (!s)
+        return NULL;
+    memcpy(s, dir, a);
+    s[a] = '/';
+    memcpy(s + a + 1, rel, b + 1);
+    return s;
+}
+
+int rs_name_ok(const char *s, size_t len)
+{
+    if (len == 0 || len > RS_NAME_MAX)
+        return 0;
+    for (size_t i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (!(isalnum(c) || c == '_' || c == '.' || c == '-'))
+            return 0;
+    }
+    return 1;
+}
+
+static int perr(rs_parse *p, int code, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+
+/* Record the first error as "<file>:<line>: <text>" and stop reading. */
+static int perr(rs_parse *p, int code, const char *fmt, ...)
+{
+    if (p->err)
+        return 0;
+    char text[RS_ERRMSG_MAX];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(text, sizeof text, fmt, ap);
+    va_end(ap);
+    rs_error(p->ctx, code, "%s:%d: %s", p->ctx->ini_path, p->line, text);
+    p->err = code;
+    p->err_line = p->line;
+    p->stop = 1;
+    return 0; /* inih: handler failed */
+}
+
+static rs_backend *cur_backend(rs_parse *p)
+{
+    return p->section == 2 ? &p->ctx->backends[p->ctx->nbackends - 1] : NULL;
+}
+
+/* ---- section headers (seen by the reader, before inih) ---------------- */
+
+static void on_header(rs_parse *p, const char *s, size_t n)
+{
+    /* Same rule as inih: the name runs to the first ']' (an inline
+     * comment ends the search); inih reports a missing ']' itself. */
+    const char *end = memchr(s, ']', n);
+    if (!end)
+        return;
+    const char *name = s + 1;
+    size_t len = (size_t)(end - name);
+    if (len >= RS_INIH_MAX_NAME) {
+        perr(p, RNGSNAP_E_CONFIG,
+             "section name '[%.*s]' is too long (the parser keeps %d "
+             "characters)", (int)len, name, RS_INIH_MAX_NAME - 1);
+        return;
+    }
+    if (len == 7 && memcmp(name, "rngsnap", 7) == 0) {
+        if (p->seen_global) {
+            perr(p, RNGSNAP_E_CONFIG,
+                 "duplicate section [rngsnap] (first at line %d)",
+                 p->seen_global);
+            return;
+        }
+        p->seen_global = p->line;
+        p->section = 1;
+        return;
+    }
+    if (len < 8 || memcmp(name, "backend.", 8) != 0) {
+        perr(p, RNGSNAP_E_CONFIG,
+             "unknown section [%.*s] (expected [rngsnap] or [backend.NAME])",
+             (int)len, name);
+        return;
+    }
+    const char *bname = name + 8;
+    size_t blen = len - 8;
+    if (!rs_name_ok(bname, blen)) {
+        perr(p, RNGSNAP_E_CONFIG,
+             "invalid backend name '%.*s' in section [%.*s] (use "
+             "letters, digits, '_', '.', '-')", (int)blen, bname, (int)len,
+             name);
+        return;
+    }
+    struct rngsnap *ctx = p->ctx;
+    for (size_t i = 0; i < ctx->nbackends; i++) {
+        if (strlen(ctx->backends[i].name) == blen
+            && memcmp(ctx->backends[i].name, bname, blen) == 0) {
+            perr(p, RNGSNAP_E_CONFIG,
+                 "duplicate section [backend.%.*s] (first at line %d)",
+                 (int)blen, bname, ctx->backends[i].section_line);
+            return;
+        }
+    }
+    rs_backend *nb = realloc(ctx->backends,
+                             (ctx->nbackends + 1) * sizeof *nb);
+    rs_seen *ns = realloc(p->seen, (ctx->nbackends + 1) * sizeof *ns);
+    if (nb)
+        ctx->backends = nb;
+    if (ns)
+        p->seen = ns;
+    if (!nb || !ns) {
+        perr(p, RNGSNAP_E_NOMEM, "out of memory");
+        return;
+    }
+    rs_backend *b = &ctx->backends[ctx->nbackends];
+    memset(b, 0, sizeof *b);
+    memset(&p->seen[ctx->nbackends], 0, sizeof *p->seen);
+    b->ctx = ctx;
+    b->required = 1;
+    b->section_line = p->line;
+    b->name = malloc(blen + 1);
+    if (!b->name) {
+        perr(p, RNGSNAP_E_NOMEM, "out of memory");
+        return;
+    }
+    memcpy(b->name, bname, blen);
+    b->name[blen] = '\0';
+    ctx->nbackends++;
+    p->section = 2;
+}
+
+/* ---- the reader: one line per call ------------------------------------ */
+
+static char *reader(char *str, int num, void *stream)
+{
+    rs_parse *p = stream;
+    if (p->stop || p->pos >= p->len)
+        return NULL;
+    const char *s = p->data + p->pos;
+    size_t avail = p->len - p->pos;
+    const char *nl = memchr(s, '\n', avail);
+    size_t n = nl ? (size_t)(nl - s) : avail;
+    p->pos += n + (nl ? 1 : 0);
+    p->line++;
+    if (n && s[n - 1] == '\r')
+        n--;
+    if (p->line == 1 && n >= 3 && memcmp(s, "\xEF\xBB\xBF", 3) == 0) {
+        s += 3;
+        n -= 3;
+    }
+    p->cur = s;
+    p->cur_len = n;
+    if (memchr(s, '\0', n)) {
+        perr(p, RNGSNAP_E_CONFIG, "line contains a NUL byte");
+        return NULL;
+    }
+    /* inih's buffer holds num-1 characters including our '\n'. */
+    if (num < 2 || n > (size_t)num - 2) {
+        perr(p, RNGSNAP_E_CONFIG,
+             "line is %zu characters long; the ini parser (inih) reads at "
+             "most %d", n, num - 2);
+        return NULL;
+    }
+    while (n && isspace((unsigned char)*s)) {
+        s++;
+        n--;
+    }
+    p->cur = s;
+    p->cur_len = n;
+    memcpy(str, s, n);
+    str[n] = '\n';
+    str[n + 1] = '\0';
+    if (n && s[0] == '[')
+        on_header(p, s, n);
+    return p->stop ? NULL : str;
+}
+
+/* ---- values ----------------------------------------------------------- */
+
+static int parse_bool(const char *v, int *out)
+{
+    static const struct {
+        const char *word;
+        int value;
+    } words[] = {{"true", 1}, {"yes", 1}, {"on", 1},  {"1", 1},
+                 {"false", 0}, {"no", 0}, {"off", 0}, {"0", 0}};
+    for (size_t i = 0; i < sizeof words / sizeof words[0]; i++) {
+        if (strcasecmp(v, words[i].word) == 0) {
+            *out = words[i].value;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* Split "a, b ,c" into trimmed pieces; sep is ',' or ':'.  Empty pieces
+ * are kept (as "") so the caller can name them. */
+static int split_list(const char *v, char sep, char ***out, size_t *count)
+{
+    size_t cap = 1;
+    for (const char *c = v; *c; c++)
+        cap += (*c == sep);
+    char **items = calloc(cap, sizeof *items);
+    if (!items)
+        return 0;
+    size_t k = 0;
+    const char *start = v;
+    for (;;) {
+        const char *end = strchr(start, sep);
+        if (!end)
+            end = start + strlen(start);
+        const char *a = start, *b = end;
+        while (a < b && isspace((unsigned char)*a))
+            a++;
+        while (b > a && isspace((unsigned char)b[-1]))
+            b--;
+        items[k] = malloc((size_t)(b - a) + 1);
+        if (!items[k]) {
+            for (size_t i = 0; i < k; i++)
+                free(items[i]);
+            free(items);
+            return 0;
+        }
+        memcpy(items[k], a, (size_t)(b - a));
+        items[k][b - a] = '\0';
+        k++;
+        if (!*end)
+            break;
+        start = end + 1;
+    }
+    *out = items;
+    *count = k;
+    return 1;
+}
+
+static void free_list(char **items, size_t n)
+{
+    for (size_t i = 0; items && i < n; i++)
+        free(items[i]);
+    free(items);
+}
+
+static int set_streams(rs_parse *p, rs_backend *b, const char *value)
+{
+    if (!*value)
+        return perr(p, RNGSNAP_E_CONFIG,
+                    "key 'streams' of [backend.%s]: empty stream list",
+                    b->name);
+    char **items;
+    size_t n;
+    if (!split_list(value, ',', &items, &n))
+        return perr(p, RNGSNAP_E_NOMEM, "out of memory");
+    for (size_t i = 0; i < n; i++) {
+        if (!items[i][0]) {
+            perr(p, RNGSNAP_E_CONFIG,
+                 "key 'streams' of [backend.%s]: empty stream name "
+                 "(item %zu of '%s')", b->name, i + 1, value);
+            goto fail;
+        }
+        if (!rs_name_ok(items[i], strlen(items[i]))) {
+            perr(p, RNGSNAP_E_CONFIG,
+                 "key 'streams' of [backend.%s]: invalid stream name '%s' "
+                 "(use 1..%d letters, digits, '_', '.', '-')", b->name,
+                 items[i], RS_NAME_MAX);
+            goto fail;
+        }
+        for (size_t j = 0; j < i; j++) {
+            if (strcmp(items[i], items[j]) == 0) {
+                perr(p, RNGSNAP_E_CONFIG,
+                     "key 'streams' of [backend.%s]: duplicate stream "
+                     "name '%s'", b->name, items[i]);
+                goto fail;
+            }
+        }
+    }
+    b->streams = items;
+    b->nstreams = n;
+    return 1;
+fail:
+    free_list(items, n);
+    return 0;
+}
+
+static int set_plugin_dir(rs_parse *p, const char *value)
+{
+    rs_config *cfg = p->cfg;
+    if (cfg->plugin_dir_line)
+        return perr(p, RNGSNAP_E_CONFIG,
+                    "duplicate key 'plugin_dir' in [rngsnap] (first at "
+                    "line %d)", cfg->plugin_dir_line);
+    char **items;
+    size_t n;
+    if (!*value)
+        return perr(p, RNGSNAP_E_CONFIG,
+                    "key 'plugin_dir' of [rngsnap] is empty");
+    if (!split_list(value, ':', &items, &n))
+        return perr(p, RNGSNAP_E_NOMEM, "out of memory");
+    for (size_t i = 0; i < n; i++) {
+        if (!items[i][0]) {
+            free_list(items, n);
+            return perr(p, RNGSNAP_E_CONFIG,
+                        "key 'plugin_dir' of [rngsnap]: empty folder in "
+                        "'%s'", value);
+        }
+        char *abs = rs_path_join(cfg->ini_dir, items[i]);
+        if (!abs) {
+            free_list(items, n);
+            return perr(p, RNGSNAP_E_NOMEM, "out of memory");
+        }
+        free(items[i]);
+        items[i] = abs;
+    }
+    cfg->plugin_dirs = items;
+    cfg->nplugin_dirs = n;
+    cfg->plugin_dir_line = p->line;
+    return 1;
+}
+
+/* ---- the inih handler ---------------------------------------------- */
+
+/* Keys that [backend.X] reads itself; every other key is a plugin option. */
+static int backend_key(rs_parse *p, rs_backend *b, const char *name,
+                       const char *value)
+{
+    rs_seen *seen = &p->seen[p->ctx->nbackends - 1];
+    int *line = NULL;
+    if (strcmp(name, "plugin") == 0)
+        line = &seen->plugin;
+    else if (strcmp(name, "required") == 0)
+        line = &seen->required;
+    else if (strcmp(name, "streams") == 0)
+        line = &seen->streams;
+    if (line) {
+        if (*line)
+            return perr(p, RNGSNAP_E_CONFIG,
+                        "duplicate key '%s' in [backend.%s] (first at "
+                        "line %d)", name, b->name, *line);
+        *line = p->line;
+    }
+    if (strcmp(name, "plugin") == 0) {
+        if (!*value)
+            return perr(p, RNGSNAP_E_CONFIG,
+                        "key 'plugin' of [backend.%s] is empty", b->name);
+        b->plugin = rs_strdup(value);
+        return b->plugin ? 1 : perr(p, RNGSNAP_E_NOMEM, "out of memory");
+    }
+    if (strcmp(name, "required") == 0) {
+        if (!parse_bool(value, &b->required))
+            return perr(p, RNGSNAP_E_CONFIG,
+                        "key 'required' of [backend.%s]: '%s' is not a "
+                        "boolean (true/false, yes/no, on/off, 1/0)",
+                        b->name, value);
+        return 1;
+    }
+    if (strcmp(name, "streams") == 0)
+        return set_streams(p, b, value);
+
+    for (size_t i = 0; i < b->noptions; i++) {
+        if (strcmp(b->options[i].key, name) == 0)
+            return perr(p, RNGSNAP_E_CONFIG,
+                        "duplicate key '%s' in [backend.%s] (first at "
+                        "line %d)", name, b->name, b->options[i].line);
+    }
+    rs_option *no = realloc(b->options, (b->noptions + 1) * sizeof *no);
+    if (!no)
+        return perr(p, RNGSNAP_E_NOMEM, "out of memory");
+    b->options = no;
+    rs_option *o = &b->options[b->noptions];
+    o->key = rs_strdup(name);
+    o->value = rs_strdup(value);
+    o->line = p->line;
+    if (!o->key || !o->value) {
+        free(o->key);
+        free(o->value);
+        return perr(p, RNGSNAP_E_NOMEM, "out of memory");
+    }
+    b->noptions++;
+    return 1;
+}
+
+static int handler(void *user, const char *section, const char *name,
+                   const char *value)
+{
+    rs_parse *p = user;
+    (void)section; /* we track the section ourselves (see on_header) */
+    if (p->err)
+        return 0;
+    /* inih keeps MAX_NAME-1 characters of a key: compare with the line. */
+    size_t klen = strcspn(p->cur, "=:");
+    while (klen && isspace((unsigned char)p->cur[klen - 1]))
+        klen--;
+    if (klen != strlen(name))
+        return perr(p, RNGSNAP_E_CONFIG,
+                    "key '%.*s' is too long (the parser keeps %d "
+                    "characters)", (int)klen, p->cur, RS_INIH_MAX_NAME - 1);
+    if (p->section == 0)
+        return perr(p, RNGSNAP_E_CONFIG,
+                    "key '%s' is outside any section (put it under "
+                    "[rngsnap] or [backend.NAME])", name);
+    if (p->section == 2)
+        return backend_key(p, cur_backend(p), name, value);
+
+    if (strcmp(name, "plugin_dir") == 0)
+        return set_plugin_dir(p, value);
+    if (strcmp(name, "log") == 0) {
+        if (p->log_line)
+            return perr(p, RNGSNAP_E_CONFIG,
+                        "duplicate key 'log' in [rngsnap] (first at line "
+                        "%d)", p->log_line);
+        int lv = rs_log_level_parse(value);
+        if (lv == -2)
+            return perr(p, RNGSNAP_E_CONFIG,
+                        "key 'log' of [rngsnap]: '%s' is not a log level "
+                        "(none, error, warn, info, debug or 0-3)", value);
+        p->log_line = p->line;
+        p->ctx->log_level = lv;
+        return 1;
+    }
+    return perr(p, RNGSNAP_E_CONFIG,
+                "unknown key '%s' in [rngsnap] (known keys: plugin_dir, "
+                "log)", name);
+}
+
+/* ---- whole file ------------------------------------------------------- */
+
+static int read_file(struct rngsnap *ctx, const char *path, char **data,
+                     size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return rs_error(ctx, RNGSNAP_E_CONFIG, "cannot open config file %s: "
+                        "%s", path, strerror(errno));
+    char *buf = malloc(RS_INI_MAX_BYTES + 1);
+    if (!buf) {
+        fclose(f);
+        return rs_error(ctx, RNGSNAP_E_NOMEM, "out of memory");
+    }
+    size_t n = fread(buf, 1, RS_INI_MAX_BYTES + 1, f);
+    int bad = ferror(f);
+    int e = errno;
+    fclose(f);
+    if (bad) {
+        free(buf);
+        return rs_error(ctx, RNGSNAP_E_CONFIG, "cannot read config file %s: "
+                        "%s", path, strerror(e));
+    }
+    if (n > RS_INI_MAX_BYTES) {
+        free(buf);
+        return rs_error(ctx, RNGSNAP_E_CONFIG, "config file %s is larger "
+                        "than %u bytes", path, RS_INI_MAX_BYTES);
+    }
+    buf[n] = '\0';
+    *data = buf;
+    *len = n;
+    return RNGSNAP_OK;
+}
+
+/* Text of line `line` (1-based) of the file, for a syntax error. */
+static void line_text(const rs_parse *p, int line, const char **s,
+                      size_t *n)
+{
+    const char *c = p->data, *end = p->data + p->len;
+    for (int l = 1; l < line && c < end; l++) {
+        const char *nl = memchr(c, '\n', (size_t)(end - c));
+        c = nl ? nl + 1 : end;
+    }
+    const char *nl = memchr(c, '\n', (size_t)(end - c));
+    size_t len = nl ? (size_t)(nl - c) : (size_t)(end - c);
+    if (len && c[len - 1] == '\r')
+        len--;
+    *s = c;
+    *n = len > 80 ? 80 : len;
+}
+
+int rs_config_load(struct rngsnap *ctx, const char *ini_path, rs_config *cfg)
+{
+    memset(cfg, 0, sizeof *cfg);
+    ctx->log_level = -1;
+    char *abs = realpath(ini_path, NULL);
+    if (!abs)
+        return rs_error(ctx, RNGSNAP_E_CONFIG, "cannot open config file "
+                        "%s: %s", ini_path, strerror(errno));
+    ctx->ini_path = abs;
+    cfg->ini_dir = rs_strdup(abs);
+    if (!cfg->ini_dir)
+        return rs_error(ctx, RNGSNAP_E_NOMEM, "out of memory");
+    char *slash = strrchr(cfg->ini_dir, '/');
+    if (slash == cfg->ini_dir)
+        slash[1] = '\0'; /* the file is in "/" */
+    else
+        *slash = '\0';
+
+    rs_parse p;
+    memset(&p, 0, sizeof p);
+    p.ctx = ctx;
+    p.cfg = cfg;
+    char *data = NULL;
+    int rc = read_file(ctx, abs, &data, &p.len);
+    if (rc)
+        return rc;
+    p.data = data;
+    int ret = ini_parse_stream(reader, &p, handler, &p);
+    if (ret > 0 && (!p.err || ret < p.err_line)) {
+        /* A line inih could not parse (no '=' or ':', no ']'). */
+        const char *s;
+        size_t n;
+        line_text(&p, ret, &s, &n);
+        rs_error(ctx, RNGSNAP_E_CONFIG,
+                 "%s:%d: syntax error: expected '[section]', 'key = value' "
+                 "or a comment, got '%.*s'", ctx->ini_path, ret, (int)n, s);
+        p.err = RNGSNAP_E_CONFIG;
+    } else if (ret == -2 && !p.err) {
+        p.err = rs_error(ctx, RNGSNAP_E_NOMEM, "out of memory in inih");
+    }
+    free(data);
+    free(p.seen);
+    if (p.err)
+        return p.err;
+
+    if (ctx->nbackends == 0)
+        return rs_error(ctx, RNGSNAP_E_CONFIG,
+                        "%s: no [backend.NAME] section: nothing to "
+                        "checkpoint", ctx->ini_path);
+    /* Defaults: plugin rngsnap_X, one stream "default". */
+    for (size_t i = 0; i < ctx->nbackends; i++) {
+        rs_backend *b = &ctx->backends[i];
+        if (!b->plugin) {
+            size_t n = strlen(b->name) + sizeof "rngsnap_";
+            b->plugin = malloc(n);
+            if (!b->plugin)
+                return rs_error(ctx, RNGSNAP_E_NOMEM, "out of memory");
+            snprintf(b->plugin, n, "rngsnap_%s", b->name);
+        }
+        if (!b->streams) {
+            b->streams = calloc(1, sizeof *b->streams);
+            if (b->streams)
+                b->streams[0] = rs_strdup("default");
+            if (!b->streams || !b->streams[0])
+                return rs_error(ctx, RNGSNAP_E_NOMEM, "out of memory");
+            b->nstreams = 1;
+        }
+    }
+    return RNGSNAP_OK;
+}
+
+void rs_config_free(rs_config *cfg)
+{
+    free(cfg->ini_dir);
+    free_list(cfg->plugin_dirs, cfg->nplugin_dirs);
+    memset(cfg, 0, sizeof *cfg);
+}
+
+void rs_backend_free_config(rs_backend *b)
+{
+    free(b->name);
+    free(b->plugin);
+    free_list(b->streams, b->nstreams);
+    for (size_t i = 0; i < b->noptions; i++) {
+        free(b->options[i].key);
+        free(b->options[i].value);
+    }
+    free(b->options);
+    free(b->plugin_path);
+    free(b->reason);
+    b->name = b->plugin = b->plugin_path = b->reason = NULL;
+    b->streams = NULL;
+    b->options = NULL;
+    b->nstreams = b->noptions = 0;
+}

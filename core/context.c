@@ -1,1 +1,232 @@
-/* placeholder */
+/*
+ * context.c - rngsnap_open / rngsnap_close and the rank.
+ *
+ * Open: read rng.ini -> rank from the launcher's variables -> for each
+ * backend in file order: load the plugin, open it, count its devices ->
+ * build the registry.  Any failure closes everything opened so far and
+ * leaves the message in the thread's open error (rngsnap_errmsg(NULL)).
+ *
+ * ini_path NULL means: environment variable RNGSNAP_CONFIG if set, else
+ * the installed default rng.ini (RNGSNAP_DEFAULT_INI).
+ *
+ * Rank: rngsnap_set_rank may be called at any time; it affects the next
+ * rngsnap_seed_all (subsequence = rank) and what later saves record and
+ * later loads compare.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "config.h"
+#include "context.h"
+#include "internal.h"
+#include "loader.h"
+#include "rngsnap_build_config.h"
+
+#define RS_OPEN_FLAGS (RNGSNAP_RESUME | RNGSNAP_PROBE_ONLY)
+#define RS_DEVICES_MAX 65536
+
+/* ---- rank from the environment ---------------------------------------- */
+
+/* Launchers' variables, in the order they are tried. */
+static const struct {
+    const char *rank, *size;
+} rs_rank_vars[] = {
+    {"RANK", "WORLD_SIZE"},                          /* torchrun */
+    {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"}, /* Open MPI */
+    {"PMI_RANK", "PMI_SIZE"},                        /* MPICH, Slurm PMI */
+};
+
+static int env_int(struct rngsnap *ctx, const char *name, const char *v,
+                   int *out)
+{
+    char *end;
+    errno = 0;
+    long x = strtol(v, &end, 10);
+    while (*end == ' ' || *end == '\t' || *end == '\n')
+        end++;
+    if (errno || end == v || *end || x < INT_MIN || x > INT_MAX)
+        return rs_error(ctx, RNGSNAP_E_CONFIG, "environment variable "
+                        "%s='%s' is not an integer", name, v);
+    *out = (int)x;
+    return RNGSNAP_OK;
+}
+
+static int rank_from_env(struct rngsnap *ctx)
+{
+    ctx->rank = 0;
+    ctx->world_size = 1;
+    for (size_t i = 0; i < sizeof rs_rank_vars / sizeof rs_rank_vars[0];
+         i++) {
+        const char *rn = rs_rank_vars[i].rank, *sn = rs_rank_vars[i].size;
+        const char *r = getenv(rn), *w = getenv(sn);
+        if (r && !*r)
+            r = NULL;
+        if (w && !*w)
+            w = NULL;
+        if (!r && !w)
+            continue;
+        if (!r || !w)
+            return rs_error(ctx, RNGSNAP_E_CONFIG, "environment variable "
+                            "%s is set but %s is not", r ? rn : sn,
+                            r ? sn : rn);
+        int rank, size, rc;
+        if ((rc = env_int(ctx, rn, r, &rank)) || (rc = env_int(ctx, sn, w,
+                                                               &size)))
+            return rc;
+        if (size < 1)
+            return rs_error(ctx, RNGSNAP_E_CONFIG, "environment variable "
+                            "%s=%d: the world size must be at least 1", sn,
+                            size);
+        if (rank < 0 || rank >= size)
+            return rs_error(ctx, RNGSNAP_E_CONFIG, "environment variable "
+                            "%s=%d is outside 0..%d (%s=%d)", rn, rank,
+                            size - 1, sn, size);
+        ctx->rank = rank;
+        ctx->world_size = size;
+        return RNGSNAP_OK;
+    }
+    return RNGSNAP_OK;
+}
+
+int rngsnap_set_rank(rngsnap *ctx, int rank, int world_size)
+{
+    if (!ctx)
+        return rs_error(NULL, RNGSNAP_E_INVALID,
+                        "rngsnap_set_rank: ctx is NULL");
+    if (world_size < 1 || rank < 0 || rank >= world_size)
+        return rs_error(ctx, RNGSNAP_E_INVALID, "rngsnap_set_rank: rank %d "
+                        "with world size %d (need world_size >= 1 and 0 <= "
+                        "rank < world_size)", rank, world_size);
+    ctx->rank = rank;
+    ctx->world_size = world_size;
+    return RNGSNAP_OK;
+}
+
+int rngsnap_get_rank(const rngsnap *ctx, int *rank, int *world_size)
+{
+    if (!ctx)
+        return rs_error(NULL, RNGSNAP_E_INVALID,
+                        "rngsnap_get_rank: ctx is NULL");
+    if (rank)
+        *rank = ctx->rank;
+    if (world_size)
+        *world_size = ctx->world_size;
+    return RNGSNAP_OK;
+}
+
+/* ---- open / close ----------------------------------------------------- */
+
+/* Load, open and probe one backend. */
+static int open_backend(struct rngsnap *ctx, rs_backend *b,
+                        const rs_config *cfg)
+{
+    int rc = rs_plugin_load(ctx, b, cfg);
+    if (rc)
+        return rc;
+    rs_host_init(b);
+    ctx->errmsg[0] = '\0';
+    void *bctx = NULL;
+    rc = b->vt->open(&b->host, &bctx);
+    if (rc)
+        return rs_plugin_rc(ctx, b, rc, "open");
+    b->bctx = bctx;
+
+    const char *reason = NULL;
+    int n = b->vt->device_count(bctx, &reason);
+    if (n < 0 || n > RS_DEVICES_MAX)
+        return rs_error(ctx, RNGSNAP_E_BACKEND, "backend %s (%s): "
+                        "device_count returned %d", b->name, b->plugin_path,
+                        n);
+    b->device_count = n;
+    b->available = n > 0;
+    if (n > 0)
+        return RNGSNAP_OK;
+
+    b->reason = rs_strdup(reason && *reason ? reason
+                          : "the plugin found no device and gave no reason");
+    if (!b->reason)
+        return rs_error(ctx, RNGSNAP_E_NOMEM, "out of memory");
+    if (b->required && !(ctx->flags & RNGSNAP_PROBE_ONLY))
+        return rs_error(ctx, RNGSNAP_E_UNAVAILABLE, "backend %s is required "
+                        "([backend.%s] at %s:%d) but has no device: %s "
+                        "(plugin %s); set 'required = false' to skip it "
+                        "where it is absent", b->name, b->name,
+                        ctx->ini_path, b->section_line, b->reason,
+                        b->plugin_path);
+    if (!b->required) {
+        b->skipped = 1;
+        rs_log(ctx, RNGSNAP_LOG_INFO, "skipping optional backend %s: %s",
+               b->name, b->reason);
+    } else {
+        rs_log(ctx, RNGSNAP_LOG_WARN, "required backend %s has no device "
+               "(probe only): %s", b->name, b->reason);
+    }
+    return RNGSNAP_OK;
+}
+
+int rngsnap_open(rngsnap **out, const char *ini_path, unsigned flags)
+{
+    rs_set_open_error("");
+    if (!out)
+        return rs_error(NULL, RNGSNAP_E_INVALID,
+                        "rngsnap_open: ctx pointer is NULL");
+    *out = NULL;
+    if (flags & ~RS_OPEN_FLAGS)
+        return rs_error(NULL, RNGSNAP_E_INVALID, "rngsnap_open: unknown "
+                        "flag bits 0x%x", flags & ~RS_OPEN_FLAGS);
+    if (!ini_path) {
+        ini_path = getenv("RNGSNAP_CONFIG");
+        if (!ini_path || !*ini_path)
+            ini_path = RNGSNAP_DEFAULT_INI;
+    }
+    struct rngsnap *ctx = calloc(1, sizeof *ctx);
+    if (!ctx)
+        return rs_error(NULL, RNGSNAP_E_NOMEM, "out of memory");
+    ctx->flags = flags;
+    ctx->awaiting_load = (flags & RNGSNAP_RESUME) ? 1 : 0;
+    ctx->loaded = 0;
+    ctx->log_level = -1;
+
+    rs_config cfg;
+    int rc = rs_config_load(ctx, ini_path, &cfg);
+    if (!rc)
+        rc = rank_from_env(ctx);
+    for (size_t i = 0; !rc && i < ctx->nbackends; i++)
+        rc = open_backend(ctx, &ctx->backends[i], &cfg);
+    if (!rc)
+        rc = rs_registry_build(ctx);
+    rs_config_free(&cfg);
+    if (rc) {
+        rs_set_open_error(ctx->errmsg);
+        rngsnap_close(ctx);
+        return rc;
+    }
+    ctx->errmsg[0] = '\0';
+    *out = ctx;
+    return RNGSNAP_OK;
+}
+
+void rngsnap_close(rngsnap *ctx)
+{
+    if (!ctx)
+        return;
+    rs_registry_free(ctx);
+    /* Streams are closed; now each backend context, then its plugin:
+     * nothing points into a plugin when it is unloaded. */
+    for (size_t i = ctx->nbackends; i-- > 0;) {
+        rs_backend *b = &ctx->backends[i];
+        if (b->vt && b->bctx)
+            b->vt->close(b->bctx);
+        b->bctx = NULL;
+        rs_plugin_unload(b);
+        rs_backend_free_config(b);
+    }
+    free(ctx->backends);
+    for (size_t i = 0; i < ctx->napps; i++)
+        free(ctx->apps[i].name);
+    free(ctx->apps);
+    free(ctx->ini_path);
+    free(ctx);
+}

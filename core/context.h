@@ -74,6 +74,7 @@ struct rngsnap {
     int rank, world_size;
     int awaiting_load;   /* RESUME gate: draws refused until a load     */
     int loaded;          /* a load has succeeded                        */
+    int log_level;       /* rng.ini `log` (-1 unset); RNGSNAP_LOG wins  */
     char errmsg[RS_ERRMSG_MAX];
 };
 

@@ -1,0 +1,39 @@
+/*
+ * config.h - reading rng.ini into the context's backend slots.
+ */
+#ifndef RNGSNAP_CORE_CONFIG_H
+#define RNGSNAP_CORE_CONFIG_H
+
+#include <stddef.h>
+
+#include "context.h"
+
+/* What the [rngsnap] section says, beyond the backends. */
+typedef struct rs_config {
+    char *ini_dir;       /* folder of the ini file (absolute)            */
+    char **plugin_dirs;  /* plugin_dir entries, absolute; NULL if unset  */
+    size_t nplugin_dirs;
+    int plugin_dir_line; /* line of plugin_dir, 0 if unset               */
+} rs_config;
+
+/* Longest stream or backend name accepted (bytes). */
+#define RS_NAME_MAX 255
+
+/* Read ini_path: sets ctx->ini_path (absolute), ctx->log_level and
+ * ctx->backends/nbackends (config part only: nothing loaded yet).
+ * Returns RNGSNAP_OK or RNGSNAP_E_CONFIG / RNGSNAP_E_NOMEM with ctx's
+ * message naming file, line and key. */
+int rs_config_load(struct rngsnap *ctx, const char *ini_path, rs_config *cfg);
+void rs_config_free(rs_config *cfg);
+
+/* Free the config-owned members of one backend slot (not the plugin). */
+void rs_backend_free_config(rs_backend *b);
+
+/* dir + "/" + rel, or a copy of rel when it is absolute.  NULL: no memory. */
+char *rs_path_join(const char *dir, const char *rel);
+
+/* 1 when s is a valid backend or stream name: 1..RS_NAME_MAX bytes of
+ * [A-Za-z0-9_.-]. */
+int rs_name_ok(const char *s, size_t len);
+
+#endif /* RNGSNAP_CORE_CONFIG_H */

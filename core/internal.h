@@ -1,0 +1,65 @@
+/*
+ * internal.h - functions shared between the core's own files (config,
+ * loader, host, context, registry, seed).  Not installed, not exported.
+ */
+#ifndef RNGSNAP_CORE_INTERNAL_H
+#define RNGSNAP_CORE_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "context.h"
+
+/* ---- errors.c ---- */
+
+/* Copy ctx's message into this thread's open error (a failed open hands
+ * its message to rngsnap_errmsg(NULL) before freeing the context). */
+void rs_set_open_error(const char *msg);
+
+/* ---- host.c ---- */
+
+/* Fill b->host (the services table handed to b's plugin). */
+void rs_host_init(rs_backend *b);
+/* Effective log level: RNGSNAP_LOG if set, else the ini's `log`, else -1
+ * (nothing).  Levels are RNGSNAP_LOG_ERROR..RNGSNAP_LOG_DEBUG. */
+int rs_log_level(const struct rngsnap *ctx);
+/* Parse "error|warn|info|debug|0..3" (also "none"/"off" = -1); -2 if bad. */
+int rs_log_level_parse(const char *s);
+void rs_log(const struct rngsnap *ctx, int level, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+
+/* ---- registry.c ---- */
+
+/* RNGSNAP_OK when every required backend is available; otherwise (a
+ * RNGSNAP_PROBE_ONLY context) sets the message and returns
+ * RNGSNAP_E_UNAVAILABLE.  seed/save/load/draw call it first. */
+int rs_check_usable(struct rngsnap *ctx);
+/* Build ctx->streams from the loaded backends (open every stream). */
+int rs_registry_build(struct rngsnap *ctx);
+/* Close every stream handle and free the list. */
+void rs_registry_free(struct rngsnap *ctx);
+/* Map a plugin's return code into the public range, making sure ctx has
+ * a message naming the backend and the call that failed. */
+int rs_plugin_rc(struct rngsnap *ctx, rs_backend *b, int rc,
+                 const char *call);
+
+/* ---- seed.c ---- */
+
+/* The Philox seed of one registry entry, see the comment in seed.c. */
+uint64_t rs_derive_seed(uint64_t user_seed, const char *backend, int device,
+                        const char *stream);
+/* Index pair (i < j) of the first two equal values in seeds[0..n), or
+ * 0 when all differ. */
+int rs_find_duplicate(const uint64_t *seeds, size_t n, size_t *i, size_t *j);
+
+/* ---- small helpers (errors.c) ---- */
+
+char *rs_strdup(const char *s);
+/* "backend:device/stream" of s into buf. */
+const char *rs_stream_label(const struct rngsnap_stream *s, char *buf,
+                            size_t len);
+
+#endif /* RNGSNAP_CORE_INTERNAL_H */
