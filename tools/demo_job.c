@@ -203,13 +203,13 @@ static int run(job *j)
         if (rc != CLI_OK)
             return rc;
         j->progress = step;
+        fprintf(j->out, "step %u\n", step);
         if (j->mode == DEMO_CRASH && step == j->p.save_at) {
             rc = rngsnap_save(j->ctx, j->p.checkpoint, RNGSNAP_SAVE_REPLACE);
             if (rc != RNGSNAP_OK)
                 return fail(j, j->p.checkpoint, rc);
             fprintf(j->out, "saved %u\n", step);
         }
-        fprintf(j->out, "step %u\n", step);
         fflush(j->out);
         if (j->mode == DEMO_CRASH) {
             /* Wait for the parent: it kills us instead of answering. */

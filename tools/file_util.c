@@ -4,6 +4,7 @@
  */
 #include <ctype.h>
 #include <stdio.h>
+#include <string.h>
 
 #include <rngsnap/backend.h>
 
@@ -16,8 +17,11 @@ int cli_file_open(const char *cmd, const char *path, rngsnap_file **out,
     int rc = rngsnap_file_open(path, out, err, sizeof err);
     if (rc == RNGSNAP_OK)
         return CLI_OK;
-    cli_err(cmd, "%s: %s (%s)", path, err[0] ? err : rngsnap_strerror(rc),
-            rngsnap_error_name(rc));
+    /* The library's message usually starts with the path already. */
+    size_t pl = strlen(path);
+    int named = strncmp(err, path, pl) == 0 && err[pl] == ':';
+    cli_err(cmd, "%s%s%s (%s)", named ? "" : path, named ? "" : ": ",
+            err[0] ? err : rngsnap_strerror(rc), rngsnap_error_name(rc));
     return rc == RNGSNAP_E_CORRUPT && corrupt_is_check ? CLI_FAIL : CLI_USAGE;
 }
 
@@ -37,7 +41,7 @@ const char *cli_format_name(uint32_t format, char *buf, size_t len)
     }
     c[4] = '\0';
     if (printable)
-        snprintf(buf, len, "'%s' (0x%08x)", c, (unsigned)format);
+        snprintf(buf, len, "%s", c);
     else
         snprintf(buf, len, "0x%08x", (unsigned)format);
     return buf;

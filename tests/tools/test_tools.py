@@ -1,0 +1,280 @@
+#!/usr/bin/env python3
+"""test_tools.py - tests of the rngsnap command, one group per Meson test.
+
+usage: test_tools.py GROUP RNGSNAP ADVANCE_HELPER
+GROUP: cli | backends | inspect | verify | diff | demo
+
+Checks exit codes (0 ok, 1 a check failed, 2 usage/config/I-O) and the key
+output fields; inspect --json is parsed with json.loads and compared with the
+positions the library reported when the files were written.
+"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+GROUP, RNGSNAP, ADVANCE = sys.argv[1], sys.argv[2], sys.argv[3]
+BUILD = os.environ["RNGSNAP_BUILD_ROOT"]
+INI = os.path.join(BUILD, "config", "rng.ini")
+failures = []
+
+
+def run(*args, env=None, timeout=300):
+    e = dict(os.environ)
+    e.pop("RNGSNAP_CONFIG", None)
+    if env:
+        e.update(env)
+    p = subprocess.run([RNGSNAP, *args], capture_output=True, text=True,
+                       env=e, timeout=timeout)
+    return p.returncode, p.stdout, p.stderr
+
+
+def check(cond, what, detail=""):
+    print(("ok     " if cond else "FAILED ") + what)
+    if not cond:
+        failures.append(what)
+        if detail:
+            print("   " + detail.replace("\n", "\n   "))
+
+
+def expect_rc(want, *args, env=None):
+    rc, out, err = run(*args, env=env)
+    check(rc == want, f"rngsnap {' '.join(args)} -> exit {want}",
+          f"got {rc}\nstdout: {out[-2000:]}\nstderr: {err[-2000:]}")
+    return rc, out, err
+
+
+def advance(tmp, backend="cpu", device=0, stream="dropout", n=1000,
+            seed=42, tag=""):
+    a = os.path.join(tmp, f"a{tag}.rngsnap")
+    b = os.path.join(tmp, f"b{tag}.rngsnap")
+    p = subprocess.run([ADVANCE, INI, a, b, backend, str(device), stream,
+                        str(n), str(seed)], capture_output=True, text=True)
+    if p.returncode != 0:
+        print(p.stdout, p.stderr)
+        raise SystemExit("tools_advance failed")
+    pos = {}
+    for line in p.stdout.splitlines():
+        tag_, be, dev, name, s, sub, off = line.split()
+        pos[(tag_, be, int(dev), name)] = (int(s), int(sub), int(off))
+    return a, b, pos
+
+
+# ---- groups -------------------------------------------------------------
+
+def t_cli():
+    for sub in ["", "backends", "inspect", "verify", "diff", "demo"]:
+        args = [sub, "--help"] if sub else ["--help"]
+        rc, out, _ = expect_rc(0, *args)
+        check("Exit status" in out, f"{' '.join(args)} documents exit codes")
+    rc, out, _ = expect_rc(0, "--version")
+    check(out.startswith("rngsnap "), "--version prints the version", out)
+    expect_rc(2)                                   # no command
+    expect_rc(2, "nosuchcommand")
+    expect_rc(2, "--nosuchoption", "backends")
+    expect_rc(2, "-c")                             # -c without FILE
+    expect_rc(2, "inspect")                        # missing FILE
+    expect_rc(2, "inspect", "--bogus", "x")
+    expect_rc(2, "verify")
+    expect_rc(2, "verify", "a", "b")
+    expect_rc(2, "diff", "only-one")
+    expect_rc(2, "diff", "a", "b", "c")
+    expect_rc(2, "backends", "extra")
+    expect_rc(2, "demo", "--steps", "many")
+    expect_rc(2, "demo", "--save-at", "9", "--kill-at", "5")
+    expect_rc(2, "verify", "/nonexistent/file.rngsnap")  # I/O error
+
+
+def t_backends():
+    # Default config from the build tree, no -c and no RNGSNAP_CONFIG.
+    rc, out, err = expect_rc(0, "backends")
+    check(f"config: {INI} (build tree)" in out or
+          f"config: {os.path.realpath(INI)} (build tree)" in out,
+          "build-tree binary defaults to <build>/config/rng.ini", out[:300])
+    rows = [l.split() for l in out.splitlines() if l.startswith("cpu ")]
+    check(len(rows) == 1 and rows[0][1] == "yes" and
+          rows[0][2] in ("available", "emulated"),
+          "cpu row: required, available", out)
+    check(len(rows) == 1 and rows[0][4] == "3" and
+          rows[0][-1].endswith("rngsnap_cpu.so"),
+          "cpu row: 3 streams and the plugin path", out)
+    check("default, dropout, augment" in out, "stream names listed", out)
+    # -c, and RNGSNAP_CONFIG, are honoured and -c wins.
+    with tempfile.TemporaryDirectory() as tmp:
+        bad = os.path.join(tmp, "bad.ini")
+        with open(bad, "w") as f:
+            f.write("[rngsnap]\nno_such_key = 1\n")
+        rc, out, err = expect_rc(2, "-c", bad, "backends")
+        check("no_such_key" in err, "config error names the key", err)
+        expect_rc(2, "backends", "-c", bad)
+        expect_rc(2, "backends", env={"RNGSNAP_CONFIG": bad})
+        expect_rc(0, "-c", INI, "backends", env={"RNGSNAP_CONFIG": bad})
+        # A required backend whose plugin has no device -> listed, exit 1.
+        nodev = os.path.join(tmp, "nodev.ini")
+        plugdir = os.environ["RNGSNAP_PLUGIN_BUILD_DIR"]
+        if os.path.exists(os.path.join(plugdir, "rngsnap_hpu.so")):
+            with open(nodev, "w") as f:
+                f.write(f"[rngsnap]\nplugin_dir = {plugdir}\n"
+                        "[backend.cpu]\nplugin = rngsnap_cpu\n"
+                        "[backend.hpu]\nplugin = rngsnap_hpu\nrequired = false\n")
+            rc, out, err = run("-c", nodev, "backends")
+            hpu = [l.split() for l in out.splitlines() if l.startswith("hpu ")]
+            check(rc == 0 and hpu and hpu[0][2] == "skipped" and "reason:" in out,
+                  "optional backend without a device is shown as skipped "
+                  "with its reason", out + err)
+            with open(nodev, "w") as f:
+                f.write(f"[rngsnap]\nplugin_dir = {plugdir}\n"
+                        "[backend.hpu]\nplugin = rngsnap_hpu\n")
+            rc, out, err = run("-c", nodev, "backends")
+            check(rc == 1 and "unavailable" in out,
+                  "required backend without a device: unavailable, exit 1",
+                  f"rc={rc}\n{out}{err}")
+
+
+def t_inspect():
+    with tempfile.TemporaryDirectory() as tmp:
+        a, b, pos = advance(tmp, n=1000)
+        rc, out, err = expect_rc(0, "inspect", b, "--json")
+        try:
+            doc = json.loads(out)
+        except ValueError as e:
+            check(False, "inspect --json is valid JSON", f"{e}\n{out}")
+            return
+        check(True, "inspect --json is valid JSON")
+        h = doc["header"]
+        check(h["rank"] == 0 and h["world_size"] == 1, "header rank 0 of 1", str(h))
+        check(h["file_size"] == os.path.getsize(b), "header file_size", str(h))
+        check(h["section_count"] == len(doc["sections"]) == 4,
+              "3 stream sections + 1 app state", str(h))
+        streams = [s for s in doc["sections"] if s["kind"] == "stream"]
+        apps = [s for s in doc["sections"] if s["kind"] == "app"]
+        check([s["name"] for s in streams] == ["default", "dropout", "augment"],
+              "stream sections in registry order", str(streams))
+        check(len(apps) == 1 and apps[0]["name"] == "test.counter" and
+              apps[0]["state_size"] == 8, "app state name and size", str(apps))
+        for s in streams:
+            want = pos[("B", s["backend"], s["device"], s["name"])]
+            got = (s["philox"]["seed"], s["philox"]["subsequence"],
+                   s["philox"]["offset"])
+            check(got == want and s["state_format_name"] == "philox4x32-10",
+                  f"inspect shows {s['name']}'s Philox position", f"{got} != {want}")
+            check(len(s["checksum"]) == 16 and s["checksum_ok"],
+                  f"{s['name']} checksum shown")
+        # Text mode shows the same things.
+        rc, out, err = expect_rc(0, "inspect", a)
+        check("cpu:0/dropout" in out and "offset=0" in out and
+              "app:test.counter" in out, "inspect text lists entries", out)
+        # A name that needs escaping: the JSON must still parse.
+        odd = os.path.join(tmp, 'we"ird\\name\t.rngsnap')
+        os.link(a, odd)
+        rc, out, err = expect_rc(0, "inspect", "--json", odd)
+        try:
+            check(json.loads(out)["file"] == odd, "file name escaped in JSON")
+        except ValueError as e:
+            check(False, "file name escaped in JSON", str(e))
+
+
+def t_verify():
+    with tempfile.TemporaryDirectory() as tmp:
+        a, b, pos = advance(tmp)
+        rc, out, err = expect_rc(0, "verify", a)
+        check("ok" in out, "verify prints ok", out)
+        data = open(a, "rb").read()
+        bad = os.path.join(tmp, "bad.rngsnap")
+        # Every single-byte flip and every truncation is refused (exit 1).
+        flips_ok = truncs_ok = True
+        first_err = ""
+        for i in range(len(data)):
+            with open(bad, "wb") as f:
+                f.write(data[:i] + bytes([data[i] ^ 0x01]) + data[i + 1:])
+            rc, out, err = run("verify", bad)
+            if rc != 1 or not err.strip():
+                flips_ok = False
+                first_err = f"flip at {i}: rc={rc} {out} {err}"
+                break
+        check(flips_ok, f"verify refuses every one of {len(data)} byte flips",
+              first_err)
+        for n in range(len(data)):
+            with open(bad, "wb") as f:
+                f.write(data[:n])
+            rc, out, err = run("verify", bad)
+            if rc != 1 or not err.strip():
+                truncs_ok = False
+                first_err = f"truncated to {n}: rc={rc} {out} {err}"
+                break
+        check(truncs_ok, f"verify refuses every truncation (0..{len(data)-1})",
+              first_err)
+        with open(bad, "wb") as f:
+            f.write(data[: len(data) // 2])
+        rc, out, err = run("verify", bad)
+        check(rc == 1 and bad in err, "verify names the file and the reason", err)
+        rc, out, err = run("inspect", bad)
+        check(rc == 1, "inspect of a corrupt file exits 1", f"rc={rc}")
+
+
+def t_diff():
+    with tempfile.TemporaryDirectory() as tmp:
+        n = 1237
+        a, b, pos = advance(tmp, stream="dropout", n=n)
+        rc, out, err = expect_rc(0, "diff", a, a)
+        check("0 of 4 entries differ" in out, "diff A A: identical", out)
+        rc, out, err = expect_rc(1, "diff", a, b)
+        lines = [l for l in out.splitlines() if "differs" in l or "only in" in l]
+        drop = [l for l in lines if "cpu:0/dropout" in l]
+        check(len(drop) == 1 and f"B is {n} words ahead" in drop[0],
+              f"diff finds dropout {n} words ahead", out)
+        check(any("app:test.counter" in l for l in lines) and len(lines) == 2,
+              "only dropout and the app state differ", out)
+        rc, out, err = expect_rc(1, "diff", b, a)
+        check(f"A is {n} words ahead" in out, "diff B A: A ahead", out)
+        # Another seed: other Philox streams, not a distance.
+        a2, b2, _ = advance(tmp, n=5, seed=43, tag="2")
+        rc, out, err = expect_rc(1, "diff", a, a2)
+        check("different Philox streams" in out, "other seed: different streams", out)
+        # Streams on one side only: a config with one more stream.
+        ini2 = os.path.join(tmp, "more.ini")
+        plugdir = os.environ["RNGSNAP_PLUGIN_BUILD_DIR"]
+        with open(ini2, "w") as f:
+            f.write(f"[rngsnap]\nplugin_dir = {plugdir}\n[backend.cpu]\n"
+                    "plugin = rngsnap_cpu\nstreams = default, dropout, augment, extra\n")
+        c = os.path.join(tmp, "c.rngsnap")
+        p = subprocess.run([ADVANCE, ini2, c, os.path.join(tmp, "d.rngsnap"),
+                            "cpu", "0", "default", "0", "42"], capture_output=True)
+        check(p.returncode == 0, "helper with 4 streams")
+        rc, out, err = expect_rc(1, "diff", a, c)
+        check("cpu:0/extra" in out and "only in B" in out, "entry only in B", out)
+        expect_rc(2, "diff", a, os.path.join(tmp, "missing.rngsnap"))
+
+
+def t_demo():
+    rc, out, err = run("demo", timeout=600)
+    last = out.strip().splitlines()[-1] if out.strip() else ""
+    check(rc == 0 and last == "resume is bit-exact on 3 of 3 streams",
+          "demo (default config) passes on 3 of 3 streams",
+          f"rc={rc}\n{out}\n{err}")
+    check("SIGKILL" in out, "demo kills the job with SIGKILL", out)
+    rows = [l.split() for l in out.splitlines() if l.startswith("cpu ")]
+    check(len(rows) == 3 and all(r[-1] == "yes" and int(r[4]) > 0 for r in rows),
+          "demo table: 3 cpu rows, words drawn, match yes", out)
+    # Every cluster file of the build tree, where its backends are usable.
+    cdir = os.path.join(BUILD, "config", "clusters")
+    for name in sorted(os.listdir(cdir)) if os.path.isdir(cdir) else []:
+        if not name.endswith(".ini"):
+            continue
+        path = os.path.join(cdir, name)
+        rc, out, err = run("-c", path, "demo", "--steps", "8", "--save-at",
+                           "3", "--kill-at", "5", timeout=600)
+        last = out.strip().splitlines()[-1] if out.strip() else ""
+        ok = rc == 0 and last.startswith("resume is bit-exact on ")
+        if ok:
+            n = last.split()[4]
+            ok = last == f"resume is bit-exact on {n} of {n} streams"
+        check(ok, f"demo -c clusters/{name}", f"rc={rc}\n{out[-3000:]}\n{err[-2000:]}")
+
+
+GROUPS = {"cli": t_cli, "backends": t_backends, "inspect": t_inspect,
+          "verify": t_verify, "diff": t_diff, "demo": t_demo}
+GROUPS[GROUP]()
+print(f"{GROUP}: {len(failures)} failure(s)")
+sys.exit(1 if failures else 0)
