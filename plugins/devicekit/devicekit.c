@@ -270,6 +270,11 @@ static int dk_generate(void *stream, rngsnap_dist dist, void *out, size_t n)
         c->host->error(c->host, "generate: out is NULL");
         return RNGSNAP_E_INVALID;
     }
+    if (philox_words_for(dist, n) > UINT64_MAX - s->ps.pos.offset) {
+        c->host->error(c->host, "generate: %zu values would run past the "
+                       "end of the stream (64-bit word offset)", n);
+        return RNGSNAP_E_INVALID;
+    }
     dk_fill f = {c->host, c->probe.vendor_state, s->ps.device, s->ps.pos,
                  dist, out, n};
     int rc = c->vendor->fill(&f);
