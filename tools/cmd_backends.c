@@ -86,8 +86,10 @@ int cmd_backends(const cli_globals *g0, int argc, char **argv)
         if (rngsnap_backend_get(ctx, i, &b) != RNGSNAP_OK)
             continue;
         printf("\n[%s]\n", b.name);
+        /* Emulation is always said, even if the plugin's line does not. */
         printf("  status:  %s%s\n", nz(b.status, "-"),
-               b.emulated ? "  (EMULATION: devices live in host memory)" : "");
+               b.emulated && !(b.status && strstr(b.status, "emulat"))
+                   ? "  (EMULATION: devices live in host memory)" : "");
         if (b.reason)
             printf("  reason:  %s\n", b.reason);
         printf("  devices:");
