@@ -22,6 +22,15 @@ void philox4x32_10(const uint32_t ctr[4], const uint32_t key[2],
 /* Words of the stream that n values of dist consume. */
 uint64_t philox_words_for(rngsnap_dist dist, size_t n);
 
+/* The indivisible group of a dist: unit_words words make unit_values
+ * values (U32/F32 1:1, U64/F64 2:1, NORMAL_F32 2:2, NORMAL_F64 4:2).
+ * Any split of a fill at unit boundaries gives the same values as the
+ * whole fill (how the cpu plugin splits work across threads). */
+unsigned philox_unit_words(rngsnap_dist dist);
+unsigned philox_unit_values(rngsnap_dist dist);
+/* Bytes of one value of dist (4 or 8); 0 for a bad dist. */
+unsigned philox_value_size(rngsnap_dist dist);
+
 /* Fill out with n values of dist from position *st and advance
  * st->offset by philox_words_for(dist, n).  Host memory only.
  * Returns RNGSNAP_OK or RNGSNAP_E_INVALID (bad dist). */

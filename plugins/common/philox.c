@@ -1,0 +1,247 @@
+/*
+ * philox.c - the engine's entry points: the reference block, words per
+ * value, generate (any offset: mid-block heads and tails through a small
+ * word buffer, whole blocks through the chosen ISA kernel) and the
+ * 24-byte state encoding.
+ */
+#include <string.h>
+
+#include "philox.h"
+#include "philox_convert.h"
+#include "philox_isa.h"
+#include "philox_loop.h"
+
+void philox4x32_10(const uint32_t ctr[4], const uint32_t key[2],
+                   uint32_t out[4])
+{
+    px_block(ctr, key, out);
+}
+
+/* A unit: the words that make one indivisible group of values. */
+typedef struct px_unit {
+    uint8_t words;  /* words consumed per unit        */
+    uint8_t values; /* values produced per unit       */
+    uint8_t size;   /* bytes per value                */
+} px_unit;
+
+static const px_unit px_units[RNGSNAP_DIST_COUNT] = {
+    [RNGSNAP_U32] = {1, 1, 4},        [RNGSNAP_U64] = {2, 1, 8},
+    [RNGSNAP_F32] = {1, 1, 4},        [RNGSNAP_F64] = {2, 1, 8},
+    [RNGSNAP_NORMAL_F32] = {2, 2, 4}, /* Box-Muller pair from 2 words */
+    [RNGSNAP_NORMAL_F64] = {4, 2, 8}, /* Box-Muller pair from 4 words */
+};
+
+uint64_t philox_words_for(rngsnap_dist dist, size_t n)
+{
+    if ((unsigned)dist >= RNGSNAP_DIST_COUNT)
+        return 0;
+    const px_unit *u = &px_units[dist];
+    return ((uint64_t)n + u->values - 1) / u->values * u->words;
+}
+
+unsigned philox_unit_words(rngsnap_dist dist)
+{
+    return (unsigned)dist < RNGSNAP_DIST_COUNT ? px_units[dist].words : 0;
+}
+
+unsigned philox_unit_values(rngsnap_dist dist)
+{
+    return (unsigned)dist < RNGSNAP_DIST_COUNT ? px_units[dist].values : 0;
+}
+
+unsigned philox_value_size(rngsnap_dist dist)
+{
+    return (unsigned)dist < RNGSNAP_DIST_COUNT ? px_units[dist].size : 0;
+}
+
+static const px_fill_fn px_fills[PHILOX_ISA_COUNT] = {
+    [PHILOX_ISA_SCALAR] = px_fill_scalar,
+    [PHILOX_ISA_AVX2] = px_fill_avx2,
+    [PHILOX_ISA_AVX512] = px_fill_avx512,
+};
+
+size_t px_nt_threshold = (size_t)8 << 20;
+
+/* nw consecutive words of the stream from word offset off. */
+static void px_words(px_fill_fn fill, const rngsnap_philox *p, uint64_t off,
+                     uint32_t *w, size_t nw)
+{
+    px_ctr c = {{(uint32_t)p->seed, (uint32_t)(p->seed >> 32)},
+                off / 4, p->subsequence};
+    unsigned k = (unsigned)(off % 4);
+    while (nw > 0 && (k != 0 || nw < 4)) { /* partial block */
+        uint32_t ctr[4] = {(uint32_t)c.block, (uint32_t)(c.block >> 32),
+                           (uint32_t)c.subseq, (uint32_t)(c.subseq >> 32)};
+        uint32_t b[4];
+        px_block(ctr, c.key, b);
+        size_t take = 4 - k < nw ? 4 - k : nw;
+        memcpy(w, b + k, take * 4);
+        w += take;
+        nw -= take;
+        k = 0;
+        c.block++;
+    }
+    if (nw >= 4) {
+        size_t nb = nw / 4;
+        fill(RNGSNAP_U32, &c, w, nb, 0);
+        c.block += nb;
+        w += nb * 4;
+        nw -= nb * 4;
+        if (nw > 0) { /* tail */
+            uint32_t ctr[4] = {(uint32_t)c.block, (uint32_t)(c.block >> 32),
+                               (uint32_t)c.subseq,
+                               (uint32_t)(c.subseq >> 32)};
+            uint32_t b[4];
+            px_block(ctr, c.key, b);
+            memcpy(w, b, nw * 4);
+        }
+    }
+}
+
+#define PX_SLOW_WORDS 1024 /* words per batch of the general path */
+
+/* The general path: nvals values from word offset off (a unit boundary
+ * or not), through a word buffer.  A last partial unit (an odd count of
+ * normals) converts its whole pair and keeps the first value. */
+static void px_slow(px_fill_fn fill, const rngsnap_philox *p, uint64_t off,
+                    rngsnap_dist dist, char *out, size_t nvals)
+{
+    const px_unit *u = &px_units[dist];
+    uint32_t w[PX_SLOW_WORDS];
+    while (nvals > 0) {
+        size_t units = (nvals + u->values - 1) / u->values;
+        if (units > PX_SLOW_WORDS / u->words)
+            units = PX_SLOW_WORDS / u->words;
+        size_t nw = units * u->words;
+        px_words(fill, p, off, w, nw);
+        size_t vals = units * u->values < nvals ? units * u->values : nvals;
+        if (vals == units * u->values && nw % 4 == 0) {
+            px_convert_loop(dist, w, out, nw / 4);
+        } else { /* value by value: a unit that is not whole blocks */
+            for (size_t i = 0; i < units; i++) {
+                const uint32_t *x = w + i * u->words;
+                char *o = out + i * u->values * u->size;
+                size_t keep = vals - i * u->values;
+                if (keep > u->values)
+                    keep = u->values;
+                switch (dist) {
+                case RNGSNAP_U32:
+                case RNGSNAP_U64:
+                    memcpy(o, x, u->size);
+                    break;
+                case RNGSNAP_F32: {
+                    float f = px_u32_to_f32(x[0]);
+                    memcpy(o, &f, 4);
+                    break;
+                }
+                case RNGSNAP_F64: {
+                    double d = px_u64_to_f64(px_words_to_u64(x[0], x[1]));
+                    memcpy(o, &d, 8);
+                    break;
+                }
+                case RNGSNAP_NORMAL_F32: {
+                    float z[2];
+                    px_normal_f32(x[0], x[1], &z[0], &z[1]);
+                    memcpy(o, z, keep * 4);
+                    break;
+                }
+                case RNGSNAP_NORMAL_F64: {
+                    double z[2];
+                    px_normal_f64(x[0], x[1], x[2], x[3], &z[0], &z[1]);
+                    memcpy(o, z, keep * 8);
+                    break;
+                }
+                }
+            }
+        }
+        off += nw;
+        out += vals * u->size;
+        nvals -= vals;
+    }
+}
+
+int philox_generate_isa(rngsnap_philox *st, rngsnap_dist dist, void *out,
+                        size_t n, philox_isa isa)
+{
+    if (st == NULL || (unsigned)dist >= RNGSNAP_DIST_COUNT ||
+        (out == NULL && n > 0) || n > SIZE_MAX / 16)
+        return RNGSNAP_E_INVALID;
+    uint64_t words = philox_words_for(dist, n);
+    if (words > UINT64_MAX - st->offset)
+        return RNGSNAP_E_INVALID; /* the 64-bit word offset would wrap */
+    if (n == 0)
+        return RNGSNAP_OK;
+    philox_isa real;
+    int rc = philox_isa_resolve(isa, &real, NULL);
+    if (rc != RNGSNAP_OK)
+        return rc;
+    px_fill_fn fill = px_fills[real];
+    const px_unit *u = &px_units[dist];
+
+    uint64_t off = st->offset;
+    char *o = out;
+    size_t left = n;
+    if (off % u->words == 0) { /* units line up with blocks */
+        size_t whole = left / u->values;
+        size_t head = (size_t)((4 - off % 4) % 4) / u->words;
+        if (head > whole)
+            head = whole;
+        if (head > 0) {
+            px_slow(fill, st, off, dist, o, head * u->values);
+            off += head * u->words;
+            o += head * u->values * u->size;
+            left -= head * u->values;
+            whole -= head;
+        }
+        size_t nb = whole * u->words / 4;
+        if (nb > 0) {
+            px_ctr c = {{(uint32_t)st->seed, (uint32_t)(st->seed >> 32)},
+                        off / 4, st->subsequence};
+            fill(dist, &c, o, nb, nb * 16 >= px_nt_threshold);
+            size_t vals = nb * 4 / u->words * u->values;
+            off += nb * 4;
+            o += vals * u->size;
+            left -= vals;
+        }
+    }
+    if (left > 0)
+        px_slow(fill, st, off, dist, o, left);
+    st->offset += words;
+    return RNGSNAP_OK;
+}
+
+int philox_generate(rngsnap_philox *st, rngsnap_dist dist, void *out,
+                    size_t n)
+{
+    return philox_generate_isa(st, dist, out, n, PHILOX_ISA_AUTO);
+}
+
+static void px_put64(unsigned char *b, uint64_t v)
+{
+    for (int i = 0; i < 8; i++)
+        b[i] = (unsigned char)(v >> (8 * i));
+}
+
+static uint64_t px_get64(const unsigned char *b)
+{
+    uint64_t v = 0;
+    for (int i = 7; i >= 0; i--)
+        v = v << 8 | b[i];
+    return v;
+}
+
+void philox_state_pack(const rngsnap_philox *st, void *buf24)
+{
+    unsigned char *b = buf24;
+    px_put64(b, st->seed);
+    px_put64(b + 8, st->subsequence);
+    px_put64(b + 16, st->offset);
+}
+
+void philox_state_unpack(const void *buf24, rngsnap_philox *st)
+{
+    const unsigned char *b = buf24;
+    st->seed = px_get64(b);
+    st->subsequence = px_get64(b + 8);
+    st->offset = px_get64(b + 16);
+}

@@ -1,0 +1,175 @@
+/*
+ * philox_avx512.c - the AVX-512 path (compiled with -mavx512f/dq/bw/vl).
+ *
+ * Layout: a vector holds 8 blocks, one per 64-bit lane, each Philox word
+ * in the low half of its lane.  vpmuludq then gives the full 32x32->64
+ * product of the low halves directly, so a round is 2 multiplies, 2 shifts
+ * (the high halves) and 2 three-way XORs (vpternlog); the junk left in the
+ * upper halves is never read by vpmuludq, and is dropped when the words
+ * are packed for the store.  The 64-bit lanes also hold the whole 64-bit
+ * block counter, so the carry into the counter's second word is free.
+ * Four groups of 8 blocks run interleaved to hide the multiply latency:
+ * 32 blocks (512 bytes of output) per step.
+ */
+#include "philox_loop.h"
+
+#if defined(__x86_64__) && defined(__AVX512F__) && defined(__AVX512DQ__)
+#include <immintrin.h>
+
+#define PX_G 4                /* groups of 8 blocks per step */
+#define PX_STEP (PX_G * 8)    /* blocks per step             */
+
+typedef struct px_keys {
+    __m512i k0[10], k1[10];
+} px_keys;
+
+static inline __attribute__((always_inline)) void
+px512_step(const px_keys *ks, uint64_t block, __m512i sub_lo, __m512i sub_hi,
+           __m512i out[2 * PX_G])
+{
+    const __m512i m0 = _mm512_set1_epi64(PX_M0);
+    const __m512i m1 = _mm512_set1_epi64(PX_M1);
+    const __m512i lane = _mm512_set_epi64(7, 6, 5, 4, 3, 2, 1, 0);
+    __m512i x0[PX_G], x1[PX_G], x2[PX_G], x3[PX_G];
+    for (int g = 0; g < PX_G; g++) {
+        x0[g] = _mm512_add_epi64(_mm512_set1_epi64((long long)(block + 8 * g)),
+                                 lane);
+        x1[g] = _mm512_srli_epi64(x0[g], 32);
+        x2[g] = sub_lo;
+        x3[g] = sub_hi;
+    }
+    for (int r = 0; r < 10; r++) {
+        for (int g = 0; g < PX_G; g++) {
+            __m512i p0 = _mm512_mul_epu32(x0[g], m0);
+            __m512i p1 = _mm512_mul_epu32(x2[g], m1);
+            x0[g] = _mm512_ternarylogic_epi64(_mm512_srli_epi64(p1, 32), x1[g],
+                                              ks->k0[r], 0x96);
+            x2[g] = _mm512_ternarylogic_epi64(_mm512_srli_epi64(p0, 32), x3[g],
+                                              ks->k1[r], 0x96);
+            x1[g] = p1;
+            x3[g] = p0;
+        }
+    }
+    /* Pack: lane b -> qwords (x0|x1<<32, x2|x3<<32), blocks in order. */
+    const __m512i pick = _mm512_set_epi32(30, 14, 28, 12, 26, 10, 24, 8,
+                                          22, 6, 20, 4, 18, 2, 16, 0);
+    const __m512i lo = _mm512_set_epi64(11, 3, 10, 2, 9, 1, 8, 0);
+    const __m512i hi = _mm512_set_epi64(15, 7, 14, 6, 13, 5, 12, 4);
+    for (int g = 0; g < PX_G; g++) {
+        __m512i y01 = _mm512_permutex2var_epi32(x0[g], pick, x1[g]);
+        __m512i y23 = _mm512_permutex2var_epi32(x2[g], pick, x3[g]);
+        out[2 * g] = _mm512_permutex2var_epi64(y01, lo, y23);
+        out[2 * g + 1] = _mm512_permutex2var_epi64(y01, hi, y23);
+    }
+}
+
+/* Convert one 64-byte vector of words to the dist's values, in place. */
+static inline __attribute__((always_inline)) __m512i
+px512_convert(rngsnap_dist dist, __m512i v)
+{
+    if (dist == RNGSNAP_F32) {
+        __m512 f = _mm512_cvtepi32_ps(_mm512_srli_epi32(v, 8));
+        return _mm512_castps_si512(_mm512_mul_ps(f, _mm512_set1_ps(0x1p-24f)));
+    }
+    if (dist == RNGSNAP_F64) {
+        __m512d d = _mm512_cvtepi64_pd(_mm512_srli_epi64(v, 11));
+        return _mm512_castpd_si512(_mm512_mul_pd(d, _mm512_set1_pd(0x1p-53)));
+    }
+    return v; /* U32, U64: the words themselves */
+}
+
+/* Whole steps of U32/U64/F32/F64 straight to out; the last partial step
+ * goes through a buffer.  dist is a constant in each caller below. */
+static inline __attribute__((always_inline)) void
+px512_fill_direct(rngsnap_dist dist, const px_ctr *c, void *out,
+                  size_t nblocks, int nt)
+{
+    px_keys ks;
+    uint32_t k0 = c->key[0], k1 = c->key[1];
+    for (int r = 0; r < 10; r++, k0 += PX_W0, k1 += PX_W1) {
+        ks.k0[r] = _mm512_set1_epi64(k0);
+        ks.k1[r] = _mm512_set1_epi64(k1);
+    }
+    const __m512i sub_lo = _mm512_set1_epi64((uint32_t)c->subseq);
+    const __m512i sub_hi = _mm512_set1_epi64((uint32_t)(c->subseq >> 32));
+    uint64_t block = c->block;
+    char *o = out;
+    __m512i v[2 * PX_G];
+    /* Non-temporal stores need 64-byte alignment: reach it (16 bytes per
+     * block) through the buffered path, or give up on them. */
+    if (nt && ((uintptr_t)o & 15) != 0)
+        nt = 0;
+    if (nt) {
+        size_t lead = ((64 - ((uintptr_t)o & 63)) & 63) / 16;
+        if (lead > nblocks)
+            lead = nblocks;
+        if (lead > 0) {
+            px512_step(&ks, block, sub_lo, sub_hi, v);
+            for (int i = 0; i < 2 * PX_G; i++)
+                v[i] = px512_convert(dist, v[i]);
+            memcpy(o, v, lead * 16);
+            o += lead * 16;
+            block += lead;
+            nblocks -= lead;
+        }
+    }
+    for (; nblocks >= PX_STEP; nblocks -= PX_STEP, block += PX_STEP) {
+        px512_step(&ks, block, sub_lo, sub_hi, v);
+        if (nt) {
+            for (int i = 0; i < 2 * PX_G; i++, o += 64)
+                _mm512_stream_si512((void *)o, px512_convert(dist, v[i]));
+        } else {
+            for (int i = 0; i < 2 * PX_G; i++, o += 64)
+                _mm512_storeu_si512((void *)o, px512_convert(dist, v[i]));
+        }
+    }
+    if (nblocks > 0) {
+        px512_step(&ks, block, sub_lo, sub_hi, v);
+        for (int i = 0; i < 2 * PX_G; i++)
+            v[i] = px512_convert(dist, v[i]);
+        memcpy(o, v, nblocks * 16);
+    }
+    if (nt)
+        _mm_sfence();
+}
+
+#define PX_NORMAL_CHUNK 256 /* blocks of words converted per batch */
+
+void px_fill_avx512(rngsnap_dist dist, const px_ctr *c, void *out,
+                    size_t nblocks, int nt)
+{
+    switch (dist) {
+    case RNGSNAP_U32:
+    case RNGSNAP_U64:
+        px512_fill_direct(RNGSNAP_U32, c, out, nblocks, nt);
+        return;
+    case RNGSNAP_F32:
+        px512_fill_direct(RNGSNAP_F32, c, out, nblocks, nt);
+        return;
+    case RNGSNAP_F64:
+        px512_fill_direct(RNGSNAP_F64, c, out, nblocks, nt);
+        return;
+    default: { /* normals: words into a cached buffer, then convert */
+        uint32_t w[PX_NORMAL_CHUNK * 4] __attribute__((aligned(64)));
+        px_ctr cc = *c;
+        char *o = out;
+        while (nblocks > 0) {
+            size_t nb = nblocks < PX_NORMAL_CHUNK ? nblocks : PX_NORMAL_CHUNK;
+            px512_fill_direct(RNGSNAP_U32, &cc, w, nb, 0);
+            px_convert_loop(dist, w, o, nb);
+            cc.block += nb;
+            o += nb * 16;
+            nblocks -= nb;
+        }
+        return;
+    }
+    }
+}
+
+#else /* not built for AVX-512: never selected, see philox_select.c */
+void px_fill_avx512(rngsnap_dist dist, const px_ctr *c, void *out,
+                    size_t nblocks, int nt)
+{
+    px_fill_scalar(dist, c, out, nblocks, nt);
+}
+#endif

@@ -1,0 +1,62 @@
+/*
+ * philox_isa.h - engine internals: the per-ISA block kernels and the
+ * choice between them.  Not for plugins (they use philox.h); tests and the
+ * benchmark use it to force a path.
+ */
+#ifndef RNGSNAP_PHILOX_ISA_H
+#define RNGSNAP_PHILOX_ISA_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "philox.h"
+
+typedef enum philox_isa {
+    PHILOX_ISA_AUTO = 0,   /* RNGSNAP_PHILOX_ISA, else the best supported */
+    PHILOX_ISA_SCALAR = 1, /* portable C                                  */
+    PHILOX_ISA_AVX2 = 2,
+    PHILOX_ISA_AVX512 = 3  /* AVX-512 F/DQ/BW/VL                          */
+} philox_isa;
+#define PHILOX_ISA_COUNT 4
+
+/* Where a run of whole blocks starts: key, first block index, subsequence. */
+typedef struct px_ctr {
+    uint32_t key[2];
+    uint64_t block;
+    uint64_t subseq;
+} px_ctr;
+
+/* Write nblocks whole blocks as values of dist: per block 4 x U32/F32,
+ * 2 x U64/F64, 4 x NORMAL_F32 (pairs (w0,w1), (w2,w3)), 2 x NORMAL_F64.
+ * nt: the caller allows non-temporal stores (large output). */
+typedef void (*px_fill_fn)(rngsnap_dist dist, const px_ctr *c, void *out,
+                           size_t nblocks, int nt);
+
+void px_fill_scalar(rngsnap_dist, const px_ctr *, void *, size_t, int);
+void px_fill_avx2(rngsnap_dist, const px_ctr *, void *, size_t, int);
+void px_fill_avx512(rngsnap_dist, const px_ctr *, void *, size_t, int);
+
+/* Convert whole blocks of words (4 per block) already in w: the shared
+ * tail of every kernel for the normal distributions. */
+void px_convert_blocks(rngsnap_dist dist, const uint32_t *w, void *out,
+                       size_t nblocks);
+
+/* "scalar", "avx2", "avx512", "auto"; NULL for a bad value. */
+const char *philox_isa_name(philox_isa isa);
+/* Parse a name ("auto" included); -1 when unknown. */
+int philox_isa_parse(const char *name);
+/* Nonzero when this processor can run isa (AUTO and SCALAR always). */
+int philox_isa_supported(philox_isa isa);
+/* Resolve AUTO: RNGSNAP_PHILOX_ISA if set, else the best supported ISA.
+ * Returns RNGSNAP_OK, or RNGSNAP_E_CONFIG when the variable names an
+ * unknown or unsupported ISA (*why then says which); never falls back. */
+int philox_isa_resolve(philox_isa want, philox_isa *out, const char **why);
+
+/* Same as philox_generate, on a given path (AUTO: as philox_generate). */
+int philox_generate_isa(rngsnap_philox *st, rngsnap_dist dist, void *out,
+                        size_t n, philox_isa isa);
+
+/* Output size (bytes) from which fills use non-temporal stores. */
+extern size_t px_nt_threshold;
+
+#endif

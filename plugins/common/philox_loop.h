@@ -1,0 +1,52 @@
+/*
+ * philox_loop.h - convert whole blocks of words (4 per block) into values
+ * of a distribution.  Included by every kernel file so that each compiles
+ * it with its own ISA flags (gcc may vectorise it; the bits cannot change,
+ * see philox_convert.h).
+ */
+#ifndef RNGSNAP_PHILOX_LOOP_H
+#define RNGSNAP_PHILOX_LOOP_H
+
+#include <string.h>
+
+#include "philox_convert.h"
+#include "philox_isa.h"
+
+static inline void px_convert_loop(rngsnap_dist dist, const uint32_t *w,
+                                   void *out, size_t nblocks)
+{
+    size_t nw = nblocks * 4;
+    switch (dist) {
+    case RNGSNAP_U32:
+    case RNGSNAP_U64: /* little-endian: the words are the values */
+        memcpy(out, w, nw * 4);
+        break;
+    case RNGSNAP_F32: {
+        float *f = out;
+        for (size_t i = 0; i < nw; i++)
+            f[i] = px_u32_to_f32(w[i]);
+        break;
+    }
+    case RNGSNAP_F64: {
+        double *d = out;
+        for (size_t i = 0; i < nw / 2; i++)
+            d[i] = px_u64_to_f64(px_words_to_u64(w[2 * i], w[2 * i + 1]));
+        break;
+    }
+    case RNGSNAP_NORMAL_F32: {
+        float *f = out;
+        for (size_t i = 0; i < nw / 2; i++)
+            px_normal_f32(w[2 * i], w[2 * i + 1], &f[2 * i], &f[2 * i + 1]);
+        break;
+    }
+    case RNGSNAP_NORMAL_F64: {
+        double *d = out;
+        for (size_t i = 0; i < nblocks; i++)
+            px_normal_f64(w[4 * i], w[4 * i + 1], w[4 * i + 2], w[4 * i + 3],
+                          &d[2 * i], &d[2 * i + 1]);
+        break;
+    }
+    }
+}
+
+#endif

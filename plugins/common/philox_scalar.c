@@ -1,0 +1,28 @@
+/*
+ * philox_scalar.c - the portable path: one Philox block at a time, then
+ * the conversion.  Also the reference the SIMD paths are tested against.
+ */
+#include "philox_loop.h"
+
+#define PX_SCALAR_CHUNK 64 /* blocks converted per batch */
+
+void px_fill_scalar(rngsnap_dist dist, const px_ctr *c, void *out,
+                    size_t nblocks, int nt)
+{
+    (void)nt;
+    uint32_t w[PX_SCALAR_CHUNK * 4];
+    uint64_t block = c->block;
+    char *o = out;
+    while (nblocks > 0) {
+        size_t nb = nblocks < PX_SCALAR_CHUNK ? nblocks : PX_SCALAR_CHUNK;
+        for (size_t b = 0; b < nb; b++, block++) {
+            uint32_t ctr[4] = {(uint32_t)block, (uint32_t)(block >> 32),
+                               (uint32_t)c->subseq,
+                               (uint32_t)(c->subseq >> 32)};
+            px_block(ctr, c->key, &w[4 * b]);
+        }
+        px_convert_loop(dist, w, o, nb);
+        o += nb * 16; /* every dist: 16 bytes of output per block */
+        nblocks -= nb;
+    }
+}

@@ -1,0 +1,526 @@
+/*
+ * test_engine.c - the Philox engine (plugins/common) on every ISA path this
+ * processor supports: the shared KAT and cuRAND vectors, every path equal
+ * to the scalar reference for every dist at any offset, resume exactness,
+ * reserve, state encoding, and normal variates (moments, bound against
+ * libm, bit equality across paths).
+ */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "philox.h"
+#include "philox_convert.h"
+#include "philox_isa.h"
+#include "philox_stream.h"
+#include "vectors.h"
+
+static const px_fill_fn fills[PHILOX_ISA_COUNT] = {
+    [PHILOX_ISA_SCALAR] = px_fill_scalar,
+    [PHILOX_ISA_AVX2] = px_fill_avx2,
+    [PHILOX_ISA_AVX512] = px_fill_avx512,
+};
+
+/* Paths to test: all supported ones (at least scalar). */
+static int npaths;
+static philox_isa paths[PHILOX_ISA_COUNT];
+
+static int setup(void **state)
+{
+    (void)state;
+    npaths = 0;
+    for (int i = PHILOX_ISA_SCALAR; i < PHILOX_ISA_COUNT; i++)
+        if (philox_isa_supported((philox_isa)i))
+            paths[npaths++] = (philox_isa)i;
+        else
+            fprintf(stderr, "# path %s not supported here: not tested\n",
+                    philox_isa_name((philox_isa)i));
+    return 0;
+}
+
+/* xorshift64*: test inputs only */
+static uint64_t rng_state = 0x9E3779B97F4A7C15ull;
+static uint64_t rnd(void)
+{
+    rng_state ^= rng_state >> 12;
+    rng_state ^= rng_state << 25;
+    rng_state ^= rng_state >> 27;
+    return rng_state * 2685821657736338717ull;
+}
+
+/* A textbook Philox4x32-10 written independently of philox_convert.h. */
+static void ref_block(const uint32_t c[4], const uint32_t k[2], uint32_t o[4])
+{
+    uint32_t x[4] = {c[0], c[1], c[2], c[3]}, key[2] = {k[0], k[1]};
+    for (int r = 0; r < 10; r++) {
+        if (r > 0) {
+            key[0] += 0x9E3779B9u;
+            key[1] += 0xBB67AE85u;
+        }
+        uint64_t a = (uint64_t)0xD2511F53u * x[0];
+        uint64_t b = (uint64_t)0xCD9E8D57u * x[2];
+        uint32_t y[4] = {(uint32_t)(b >> 32) ^ x[1] ^ key[0], (uint32_t)b,
+                         (uint32_t)(a >> 32) ^ x[3] ^ key[1], (uint32_t)a};
+        memcpy(x, y, sizeof x);
+    }
+    memcpy(o, x, sizeof x);
+}
+
+/* Word j of stream (seed, sub) by the textbook definition. */
+static uint32_t ref_word(uint64_t seed, uint64_t sub, uint64_t j)
+{
+    uint64_t b = j / 4;
+    uint32_t c[4] = {(uint32_t)b, (uint32_t)(b >> 32), (uint32_t)sub,
+                     (uint32_t)(sub >> 32)};
+    uint32_t k[2] = {(uint32_t)seed, (uint32_t)(seed >> 32)};
+    uint32_t o[4];
+    ref_block(c, k, o);
+    return o[j % 4];
+}
+
+/* ---- known answers --------------------------------------------------- */
+
+static void test_kat_every_path(void **state)
+{
+    (void)state;
+    kat_vec *v = NULL;
+    int n = read_kat(&v);
+    assert_true(n > 0);
+    for (int i = 0; i < n; i++) {
+        uint32_t o[4];
+        philox4x32_10(v[i].ctr, v[i].key, o);
+        assert_memory_equal(o, v[i].expect, sizeof o);
+        ref_block(v[i].ctr, v[i].key, o);
+        assert_memory_equal(o, v[i].expect, sizeof o);
+        /* Each path, with the vector's block in every lane position of
+         * a step (the 64-bit block counter may wrap: it does on a GPU too,
+         * where the counter is 128 bits and the carry goes to subseq --
+         * not reachable from a 64-bit word offset). */
+        uint64_t block = v[i].ctr[0] | (uint64_t)v[i].ctr[1] << 32;
+        px_ctr c = {{v[i].key[0], v[i].key[1]}, 0,
+                    v[i].ctr[2] | (uint64_t)v[i].ctr[3] << 32};
+        for (int p = 0; p < npaths; p++) {
+            for (unsigned lane = 0; lane < 40; lane++) {
+                if (block < lane)
+                    continue;
+                uint32_t w[41 * 4];
+                c.block = block - lane;
+                fills[paths[p]](RNGSNAP_U32, &c, w, lane + 1, 0);
+                assert_memory_equal(&w[4 * lane], v[i].expect, 16);
+            }
+        }
+    }
+    free(v);
+}
+
+static void test_curand_streams_every_path(void **state)
+{
+    (void)state;
+    stream_vec *v = NULL;
+    int n = read_streams(&v);
+    assert_true(n > 0);
+    for (int i = 0; i < n; i++) {
+        for (int p = 0; p < npaths; p++) {
+            /* exactly at the offset */
+            rngsnap_philox st = {v[i].seed, v[i].subsequence, v[i].offset};
+            uint32_t w[4 + 300];
+            assert_int_equal(philox_generate_isa(&st, RNGSNAP_U32, w, 4,
+                                                 paths[p]), RNGSNAP_OK);
+            assert_memory_equal(w, v[i].expect, 16);
+            assert_true(st.offset == v[i].offset + 4);
+            /* starting k words earlier: mid-block starts, and the target
+             * inside a long SIMD run */
+            for (uint64_t k = 1; k <= 200 && k <= v[i].offset; k += 1 + k / 8) {
+                st = (rngsnap_philox){v[i].seed, v[i].subsequence,
+                                      v[i].offset - k};
+                size_t len = (size_t)k + 4 + (size_t)(k % 7);
+                assert_int_equal(philox_generate_isa(&st, RNGSNAP_U32, w,
+                                                     len, paths[p]),
+                                 RNGSNAP_OK);
+                assert_memory_equal(&w[k], v[i].expect, 16);
+            }
+        }
+        /* the textbook definition agrees too */
+        for (int j = 0; j < 4; j++)
+            assert_int_equal(ref_word(v[i].seed, v[i].subsequence,
+                                      v[i].offset + (uint64_t)j),
+                             v[i].expect[j]);
+    }
+    free(v);
+}
+
+/* ---- every path equals scalar ---------------------------------------- */
+
+static size_t vsize(rngsnap_dist d)
+{
+    return philox_value_size(d);
+}
+
+static void test_paths_equal_scalar(void **state)
+{
+    (void)state;
+    size_t cap = 70000;
+    unsigned char *a = malloc(cap * 8 + 64), *b = malloc(cap * 8 + 64);
+    assert_non_null(a);
+    assert_non_null(b);
+    for (int iter = 0; iter < 400; iter++) {
+        rngsnap_dist d = (rngsnap_dist)(rnd() % RNGSNAP_DIST_COUNT);
+        uint64_t off;
+        switch (iter % 4) {
+        case 0: off = rnd() % 64; break;
+        case 1: off = ((uint64_t)1 << 34) - rnd() % 300; break; /* carry */
+        case 2: off = rnd() >> 3; break;
+        default: off = rnd() % 100000; break;
+        }
+        size_t n = iter % 10 == 0 ? (size_t)(rnd() % cap) : (size_t)(rnd() % 700);
+        size_t mis = (size_t)(rnd() % 4) * 4; /* output alignment 4..16 */
+        rngsnap_philox s0 = {rnd(), rnd() % 5 == 0 ? rnd() : rnd() % 9, off};
+        rngsnap_philox sa = s0;
+        memset(a, 0xA5, cap * 8 + 64);
+        assert_int_equal(philox_generate_isa(&sa, d, a + mis, n,
+                                             PHILOX_ISA_SCALAR), RNGSNAP_OK);
+        assert_true(sa.offset == off + philox_words_for(d, n));
+        for (int p = 0; p < npaths; p++) {
+            rngsnap_philox sb = s0;
+            memset(b, 0xA5, cap * 8 + 64);
+            assert_int_equal(philox_generate_isa(&sb, d, b + mis, n, paths[p]),
+                             RNGSNAP_OK);
+            assert_true(sb.offset == sa.offset);
+            /* bytes past the end untouched, and all bits equal */
+            assert_memory_equal(a, b, cap * 8 + 64);
+        }
+        /* U32 against the textbook definition, sampled */
+        if (d == RNGSNAP_U32 && n > 0) {
+            const uint32_t *w = (const uint32_t *)(a + mis);
+            for (int t = 0; t < 8; t++) {
+                size_t j = (size_t)(rnd() % n);
+                assert_int_equal(w[j], ref_word(s0.seed, s0.subsequence,
+                                                off + j));
+            }
+        }
+    }
+    free(a);
+    free(b);
+}
+
+/* Large fills (non-temporal stores, every alignment) equal scalar. */
+static void test_large_fills(void **state)
+{
+    (void)state;
+    size_t n = (px_nt_threshold / 4) + 12345;
+    unsigned char *a = malloc(n * 8 + 64), *b = malloc(n * 8 + 64);
+    assert_non_null(a);
+    assert_non_null(b);
+    for (int d = 0; d < RNGSNAP_DIST_COUNT; d++) {
+        size_t mis = (size_t)(d * 4) % 64;
+        rngsnap_philox s0 = {42 + (uint64_t)d, 7, (uint64_t)d * 3};
+        rngsnap_philox sa = s0;
+        size_t nd = n / (vsize((rngsnap_dist)d) / 4);
+        assert_int_equal(philox_generate_isa(&sa, (rngsnap_dist)d, a + mis, nd,
+                                             PHILOX_ISA_SCALAR), RNGSNAP_OK);
+        for (int p = 1; p < npaths; p++) {
+            rngsnap_philox sb = s0;
+            assert_int_equal(philox_generate_isa(&sb, (rngsnap_dist)d, b + mis,
+                                                 nd, paths[p]), RNGSNAP_OK);
+            assert_memory_equal(a + mis, b + mis, nd * vsize((rngsnap_dist)d));
+        }
+    }
+    free(a);
+    free(b);
+}
+
+/* ---- conversions -------------------------------------------------------- */
+
+static void test_uniform_formulas(void **state)
+{
+    (void)state;
+    for (int i = 0; i < 1000; i++) {
+        uint32_t w0 = (uint32_t)rnd(), w1 = (uint32_t)rnd();
+        assert_true(px_u32_to_f32(w0) == (float)((double)(w0 >> 8) / 16777216.0));
+        uint64_t u = (uint64_t)w0 | (uint64_t)w1 << 32;
+        assert_true(px_u64_to_f64(u) == ldexp((double)(u >> 11), -53));
+    }
+    assert_true(px_u32_to_f32(0xffffffffu) < 1.0f);
+    assert_true(px_u64_to_f64(UINT64_MAX) < 1.0);
+    assert_true(px_u32_to_f32(0) == 0.0f);
+    /* through generate: F32 value i is word i converted, F64 value i is
+     * words 2i, 2i+1 (low first) converted */
+    for (int p = 0; p < npaths; p++) {
+        rngsnap_philox s = {5, 6, 3}, t = s, q = s;
+        uint32_t w[202];
+        float f[101];
+        double g[101];
+        uint64_t u[101];
+        philox_generate_isa(&s, RNGSNAP_U32, w, 202, paths[p]);
+        philox_generate_isa(&t, RNGSNAP_F32, f, 101, paths[p]);
+        philox_generate_isa(&q, RNGSNAP_F64, g, 101, paths[p]);
+        rngsnap_philox r = {5, 6, 3};
+        philox_generate_isa(&r, RNGSNAP_U64, u, 101, paths[p]);
+        for (int i = 0; i < 101; i++) {
+            assert_true(f[i] == px_u32_to_f32(w[i]));
+            assert_true(u[i] == ((uint64_t)w[2 * i] | (uint64_t)w[2 * i + 1] << 32));
+            assert_true(g[i] == px_u64_to_f64(u[i]));
+        }
+        assert_true(q.offset == 3 + 202 && r.offset == 3 + 202 && t.offset == 3 + 101);
+    }
+}
+
+/* Our log/sin/cos against libm over their whole input ranges. */
+static void test_math_bounds(void **state)
+{
+    (void)state;
+    double worst_lf = 0, worst_l = 0, worst_sf = 0, worst_s = 0;
+    for (int i = 0; i < 200000; i++) {
+        uint32_t w = (uint32_t)rnd();
+        float x = (float)w * 0x1p-32f + 0x1p-33f;
+        double e = fabs((double)px_logf(x) - log((double)x));
+        if (e > worst_lf) worst_lf = e;
+        double xd = (double)((rnd() >> 11) + 1) * 0x1p-53;
+        if (i % 3 == 0)
+            xd = ldexp(xd, -(int)(rnd() % 50)); /* small u: the tail */
+        double ed = fabs(px_log(xd) - log(xd)) / fabs(log(xd) == 0 ? 1 : log(xd));
+        if (ed > worst_l) worst_l = ed;
+        float a = ((float)(int32_t)(rnd() % (1u << 22)) - 2097152.0f) * 0x1p-22f *
+                  1.57079632679489661923f;
+        float s, c;
+        px_sincosf_kernel(a, &s, &c);
+        double es = fmax(fabs(s - sin((double)a)), fabs(c - cos((double)a)));
+        if (es > worst_sf) worst_sf = es;
+        double ad = ((double)(rnd() % (1ull << 51)) - 0x1p50) * 0x1p-51 *
+                    1.57079632679489661923;
+        double sd, cd;
+        px_sincos_kernel(ad, &sd, &cd);
+        double esd = fmax(fabs(sd - sin(ad)), fabs(cd - cos(ad)));
+        if (esd > worst_s) worst_s = esd;
+    }
+    print_message("# worst: logf abs %.3g, log rel %.3g, sincosf abs %.3g, "
+                  "sincos abs %.3g\n", worst_lf, worst_l, worst_sf, worst_s);
+    /* documented bounds (docs/engine.md) */
+    assert_true(worst_lf <= 1e-6);
+    assert_true(worst_l <= 4e-16);
+    assert_true(worst_sf <= 1.2e-7);
+    assert_true(worst_s <= 2.3e-16);
+    assert_true(px_logf(1.0f) == 0.0f && px_log(1.0) == 0.0);
+}
+
+static void test_normals(void **state)
+{
+    (void)state;
+    size_t n = 1 << 20;
+    float *f = malloc(n * sizeof *f);
+    double *d = malloc(n * sizeof *d);
+    float *f2 = malloc(n * sizeof *f);
+    double *d2 = malloc(n * sizeof *d);
+    assert_non_null(f);
+    assert_non_null(d);
+    assert_non_null(f2);
+    assert_non_null(d2);
+    rngsnap_philox s = {2024, 3, 1}; /* odd offset: unaligned pairs too */
+    assert_int_equal(philox_generate_isa(&s, RNGSNAP_NORMAL_F32, f, n,
+                                         PHILOX_ISA_SCALAR), RNGSNAP_OK);
+    assert_true(s.offset == 1 + n);
+    rngsnap_philox t = {2024, 3, 4};
+    assert_int_equal(philox_generate_isa(&t, RNGSNAP_NORMAL_F64, d, n,
+                                         PHILOX_ISA_SCALAR), RNGSNAP_OK);
+    assert_true(t.offset == 4 + 2 * (uint64_t)n);
+    double mf = 0, vf = 0, md = 0, vd = 0, maxf = 0;
+    for (size_t i = 0; i < n; i++) {
+        mf += f[i];
+        vf += (double)f[i] * f[i];
+        md += d[i];
+        vd += d[i] * d[i];
+        if (fabs(f[i]) > maxf) maxf = fabs(f[i]);
+        assert_true(isfinite(f[i]) && isfinite(d[i]));
+    }
+    mf /= (double)n; vf = vf / (double)n - mf * mf;
+    md /= (double)n; vd = vd / (double)n - md * md;
+    print_message("# normal f32 mean %.5f var %.5f max %.3f; f64 mean %.5f var %.5f\n",
+                  mf, vf, maxf, md, vd);
+    /* 1M samples: sd of the mean 0.001, of the variance 0.0014 */
+    assert_true(fabs(mf) < 0.005 && fabs(vf - 1) < 0.007);
+    assert_true(fabs(md) < 0.005 && fabs(vd - 1) < 0.007);
+    assert_true(maxf < 6.8f);
+
+    /* each value against Box-Muller in libm double precision */
+    rngsnap_philox w0 = {2024, 3, 1};
+    uint32_t *w = malloc((n + 1) * 4);
+    assert_non_null(w);
+    philox_generate_isa(&w0, RNGSNAP_U32, w, n, PHILOX_ISA_SCALAR);
+    double worst = 0;
+    for (size_t i = 0; i + 1 < n; i += 2) {
+        double u1 = (double)(float)((float)w[i] * 0x1p-32f + 0x1p-33f);
+        double th = 2 * M_PI * (double)(w[i + 1] >> 8) * 0x1p-24;
+        double r = sqrt(-2 * log(u1));
+        double e0 = fabs(f[i] - r * cos(th)), e1 = fabs(f[i + 1] - r * sin(th));
+        double e = fmax(e0, e1) / fmax(1.0, r);
+        if (e > worst) worst = e;
+    }
+    print_message("# normal f32 vs libm: worst |diff|/max(1,r) %.3g\n", worst);
+    assert_true(worst < 2e-6);
+    free(w);
+
+    /* every path gives the same bits, for any start */
+    for (int p = 1; p < npaths; p++) {
+        for (uint64_t off = 0; off < 8; off++) {
+            size_t m = n - (size_t)off * 333;
+            rngsnap_philox a = {2024, 3, off}, b = a;
+            philox_generate_isa(&a, RNGSNAP_NORMAL_F32, f, m, PHILOX_ISA_SCALAR);
+            philox_generate_isa(&b, RNGSNAP_NORMAL_F32, f2, m, paths[p]);
+            assert_memory_equal(f, f2, m * sizeof *f);
+            a = (rngsnap_philox){2024, 3, off};
+            b = a;
+            philox_generate_isa(&a, RNGSNAP_NORMAL_F64, d, m / 2, PHILOX_ISA_SCALAR);
+            philox_generate_isa(&b, RNGSNAP_NORMAL_F64, d2, m / 2, paths[p]);
+            assert_memory_equal(d, d2, m / 2 * sizeof *d);
+        }
+    }
+    free(f);
+    free(d);
+    free(f2);
+    free(d2);
+}
+
+/* Odd counts of normals: the spare value of the last pair is dropped and
+ * the stream moves past the whole pair. */
+static void test_normal_odd_count(void **state)
+{
+    (void)state;
+    assert_true(philox_words_for(RNGSNAP_NORMAL_F32, 3) == 4);
+    assert_true(philox_words_for(RNGSNAP_NORMAL_F64, 3) == 8);
+    assert_true(philox_words_for(RNGSNAP_NORMAL_F32, 4) == 4);
+    float all[4], one[3];
+    rngsnap_philox a = {1, 2, 0}, b = a;
+    philox_generate(&a, RNGSNAP_NORMAL_F32, all, 4);
+    philox_generate(&b, RNGSNAP_NORMAL_F32, one, 3);
+    assert_memory_equal(all, one, sizeof one);
+    assert_true(a.offset == b.offset);
+    double d4[4], d3[3];
+    a = (rngsnap_philox){1, 2, 0};
+    b = a;
+    philox_generate(&a, RNGSNAP_NORMAL_F64, d4, 4);
+    philox_generate(&b, RNGSNAP_NORMAL_F64, d3, 3);
+    assert_memory_equal(d4, d3, sizeof d3);
+    assert_true(a.offset == b.offset);
+}
+
+/* ---- resume exactness, reserve, state ----------------------------------- */
+
+static void test_pieces_equal_whole(void **state)
+{
+    (void)state;
+    size_t n = 20000;
+    unsigned char *whole = malloc(n * 8), *part = malloc(n * 8);
+    assert_non_null(whole);
+    assert_non_null(part);
+    for (int d = 0; d < RNGSNAP_DIST_COUNT; d++) {
+        unsigned uv = philox_unit_values((rngsnap_dist)d);
+        for (int p = 0; p < npaths; p++) {
+            rngsnap_philox s = {77, 1, (uint64_t)(rnd() % 9)}, t = s;
+            philox_generate_isa(&s, (rngsnap_dist)d, whole, n, paths[p]);
+            size_t done = 0;
+            while (done < n) {
+                size_t k = (size_t)(rnd() % 300) * uv; /* whole units */
+                if (k > n - done)
+                    k = n - done;
+                assert_int_equal(philox_generate_isa(&t, (rngsnap_dist)d,
+                                                     part + done * vsize((rngsnap_dist)d),
+                                                     k, paths[p]), RNGSNAP_OK);
+                done += k;
+            }
+            assert_true(s.offset == t.offset);
+            assert_memory_equal(whole, part, n * vsize((rngsnap_dist)d));
+        }
+    }
+    free(whole);
+    free(part);
+}
+
+static void test_stream_reserve_state(void **state)
+{
+    (void)state;
+    void *sp;
+    assert_int_equal(philox_stream_new(NULL, 0, sizeof(philox_stream), &sp),
+                     RNGSNAP_OK);
+    philox_stream *s = sp;
+    philox_stream_seed(s, 0x0123456789abcdefull, 9);
+    rngsnap_philox at;
+    assert_int_equal(philox_stream_reserve(s, 0, &at), RNGSNAP_OK);
+    assert_true(at.seed == 0x0123456789abcdefull && at.subsequence == 9 &&
+                at.offset == 0);
+    assert_true(s->pos.offset == 0);
+    uint32_t w[10];
+    philox_stream_generate(s, RNGSNAP_U32, w, 3);
+    assert_int_equal(philox_stream_reserve(s, 5, &at), RNGSNAP_OK);
+    assert_true(at.offset == 3 && s->pos.offset == 8);
+    uint32_t x[2];
+    philox_stream_generate(s, RNGSNAP_U32, x, 2);
+    rngsnap_philox r = {0x0123456789abcdefull, 9, 0};
+    philox_generate(&r, RNGSNAP_U32, w, 10);
+    assert_memory_equal(x, &w[8], sizeof x);
+
+    /* state: 24 bytes LE (seed, subsequence, offset), round trip */
+    unsigned char buf[24];
+    assert_int_equal(philox_stream_get_state(s, buf, 24), RNGSNAP_OK);
+    static const unsigned char expect[24] = {
+        0xef, 0xcd, 0xab, 0x89, 0x67, 0x45, 0x23, 0x01, 9, 0, 0, 0, 0, 0, 0, 0,
+        10, 0, 0, 0, 0, 0, 0, 0};
+    assert_memory_equal(buf, expect, 24);
+    assert_int_equal(philox_stream_get_state(s, buf, 23), RNGSNAP_E_INVALID);
+    assert_int_equal(philox_stream_validate_state(NULL, buf, 25),
+                     RNGSNAP_E_INVALID);
+    for (int i = 0; i < 100; i++) {
+        rngsnap_philox a = {rnd(), rnd(), rnd()}, b;
+        philox_state_pack(&a, buf);
+        philox_state_unpack(buf, &b);
+        assert_memory_equal(&a, &b, sizeof a);
+        assert_int_equal(philox_stream_set_state(s, buf, 24), RNGSNAP_OK);
+        assert_memory_equal(&s->pos, &a, sizeof a);
+    }
+    /* offsets that would wrap are refused and change nothing */
+    rngsnap_philox big = {1, 1, UINT64_MAX - 2};
+    assert_int_equal(philox_generate(&big, RNGSNAP_U32, w, 4),
+                     RNGSNAP_E_INVALID);
+    assert_true(big.offset == UINT64_MAX - 2);
+    assert_int_equal(philox_generate(&big, (rngsnap_dist)99, w, 1),
+                     RNGSNAP_E_INVALID);
+    philox_stream_free(s);
+}
+
+static void test_isa_names(void **state)
+{
+    (void)state;
+    assert_int_equal(philox_isa_parse("avx512"), PHILOX_ISA_AVX512);
+    assert_int_equal(philox_isa_parse("auto"), PHILOX_ISA_AUTO);
+    assert_int_equal(philox_isa_parse("sse9"), -1);
+    assert_true(philox_isa_supported(PHILOX_ISA_SCALAR));
+    philox_isa got;
+    assert_int_equal(philox_isa_resolve(PHILOX_ISA_SCALAR, &got, NULL),
+                     RNGSNAP_OK);
+    assert_int_equal(got, PHILOX_ISA_SCALAR);
+    assert_int_equal(philox_isa_resolve((philox_isa)17, &got, NULL),
+                     RNGSNAP_E_CONFIG);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_kat_every_path),
+        cmocka_unit_test(test_curand_streams_every_path),
+        cmocka_unit_test(test_paths_equal_scalar),
+        cmocka_unit_test(test_large_fills),
+        cmocka_unit_test(test_uniform_formulas),
+        cmocka_unit_test(test_math_bounds),
+        cmocka_unit_test(test_normals),
+        cmocka_unit_test(test_normal_odd_count),
+        cmocka_unit_test(test_pieces_equal_whole),
+        cmocka_unit_test(test_stream_reserve_state),
+        cmocka_unit_test(test_isa_names),
+    };
+    return cmocka_run_group_tests_name("engine", tests, setup, NULL);
+}
