@@ -452,7 +452,8 @@ static int handler(void *user, const char *section, const char *name,
     (void)section; /* we track the section ourselves (see on_header) */
     if (p->err)
         return 0;
-    /* inih keeps MAX_NAME-1 characters of a key: compare with the line. */
+    /* Guard: some inih builds copy keys into MAX_NAME bytes (release 55
+     * points into the line); compare with the line. */
     size_t klen = strcspn(p->cur, "=:");
     while (klen && isspace((unsigned char)p->cur[klen - 1]))
         klen--;
