@@ -162,6 +162,13 @@ int rs_store_write(const char *path, const void *buf, size_t len,
         return say(err, errlen, RNGSNAP_E_INVALID,
                    "checkpoint path %s is too long", path);
     int sync = !(flags & RNGSNAP_SAVE_NO_SYNC);
+    struct stat st;
+    /* Early answer for the common case; the no-replace rename below is
+     * what settles a race with another creator. */
+    if (!(flags & RNGSNAP_SAVE_REPLACE) && lstat(path, &st) == 0)
+        return say(err, errlen, RNGSNAP_E_EXISTS,
+                   "%s exists; pass RNGSNAP_SAVE_REPLACE to replace it",
+                   path);
 
     int fd = open_temp(path, base_off, tmp, sizeof tmp);
     if (fd < 0)
