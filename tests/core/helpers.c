@@ -114,6 +114,7 @@ const char *th_open_fails(const char *ini_path, unsigned flags, int code)
                  rngsnap_error_name(code), rngsnap_error_name(rc),
                  rngsnap_errmsg(NULL));
     assert_null(ctx);
+    print_message("  %s: %s\n", rngsnap_error_name(rc), rngsnap_errmsg(NULL));
     return rngsnap_errmsg(NULL);
 }
 
