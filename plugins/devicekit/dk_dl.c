@@ -8,6 +8,7 @@
 #include <dlfcn.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 
 void dk_reason(dk_probe *p, const char *fmt, ...)
 {
@@ -23,8 +24,12 @@ void *dk_dlopen(dk_probe *p, const char *hint)
     void *h = dlopen(p->library, RTLD_NOW | RTLD_LOCAL);
     if (h == NULL) {
         const char *e = dlerror();
-        dk_reason(p, "%s not found (%s); %s", p->library,
-                  e != NULL ? e : "dlopen failed", hint);
+        size_t ll = strlen(p->library);
+        if (e == NULL)
+            e = "dlopen failed";
+        else if (strncmp(e, p->library, ll) == 0 && strncmp(e + ll, ": ", 2) == 0)
+            e += ll + 2; /* dlerror repeats the file name */
+        dk_reason(p, "%s not found (%s); %s", p->library, e, hint);
     }
     return h;
 }
