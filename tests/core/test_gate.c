@@ -1,0 +1,127 @@
+/*
+ * test_gate.c - the resume gate.  A context opened with RNGSNAP_RESUME
+ * refuses generate and reserve (RNGSNAP_E_ORDER naming the stream) until
+ * a load has succeeded, and refuses rngsnap_seed_all after it.  The load
+ * itself is the checkpoint engineer's: here its effect on the context
+ * (loaded = 1, awaiting_load = 0, as rngsnap_load sets them) is applied
+ * through the static core, so this test needs no checkpoint file.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include <rngsnap.h>
+
+#include "context.h"
+#include "helpers.h"
+
+static char ini[4096];
+
+/* What a successful rngsnap_load does to the gate fields. */
+static void as_if_loaded(rngsnap *ctx)
+{
+    ctx->loaded = 1;
+    ctx->awaiting_load = 0;
+}
+
+static void test_draw_before_load(void **state)
+{
+    (void)state;
+    rngsnap *ctx = th_open_ok(ini, RNGSNAP_RESUME);
+    rngsnap_stream *s;
+    assert_int_equal(rngsnap_stream_find(ctx, "good", 1, "dropout", &s),
+                     RNGSNAP_OK);
+    uint32_t w[4];
+    rngsnap_philox at;
+    assert_int_equal(rngsnap_generate(s, RNGSNAP_U32, w, 4), RNGSNAP_E_ORDER);
+    th_contains(rngsnap_errmsg(ctx), "good:1/dropout", "RNGSNAP_RESUME",
+                "rngsnap_load");
+    assert_int_equal(rngsnap_reserve(s, 4, &at), RNGSNAP_E_ORDER);
+    th_contains(rngsnap_errmsg(ctx), "rngsnap_reserve", "good:1/dropout");
+    /* Even a zero-length draw is refused: it is still out of order. */
+    assert_int_equal(rngsnap_generate(s, RNGSNAP_U32, w, 0), RNGSNAP_E_ORDER);
+    /* Reading the position does not draw: allowed. */
+    assert_int_equal(rngsnap_stream_position(s, &at), RNGSNAP_OK);
+    assert_int_equal(at.offset, 0);
+    /* Seeding before the load is allowed (the load overwrites it) and
+     * does not open the gate. */
+    assert_int_equal(rngsnap_seed_all(ctx, 5), RNGSNAP_OK);
+    assert_int_equal(rngsnap_generate(s, RNGSNAP_U32, w, 4), RNGSNAP_E_ORDER);
+
+    as_if_loaded(ctx);
+    assert_int_equal(rngsnap_generate(s, RNGSNAP_U32, w, 4), RNGSNAP_OK);
+    assert_int_equal(rngsnap_reserve(s, 4, &at), RNGSNAP_OK);
+    assert_int_equal(at.offset, 4);
+    rngsnap_close(ctx);
+}
+
+static void test_seed_after_load(void **state)
+{
+    (void)state;
+    rngsnap *ctx = th_open_ok(ini, RNGSNAP_RESUME);
+    as_if_loaded(ctx);
+    rngsnap_stream *s = rngsnap_stream_at(ctx, 0);
+    uint32_t w[4];
+    assert_int_equal(rngsnap_generate(s, RNGSNAP_U32, w, 4), RNGSNAP_OK);
+    rngsnap_philox before, after;
+    assert_int_equal(rngsnap_stream_position(s, &before), RNGSNAP_OK);
+    assert_int_equal(rngsnap_seed_all(ctx, 5), RNGSNAP_E_ORDER);
+    th_contains(rngsnap_errmsg(ctx), "rngsnap_seed_all", "RNGSNAP_RESUME",
+                "loaded");
+    assert_int_equal(rngsnap_stream_position(s, &after), RNGSNAP_OK);
+    assert_memory_equal(&before, &after, sizeof before); /* untouched */
+    rngsnap_close(ctx);
+}
+
+static void test_without_resume(void **state)
+{
+    (void)state;
+    rngsnap *ctx = th_open_ok(ini, 0);
+    assert_int_equal(ctx->awaiting_load, 0);
+    assert_int_equal(ctx->loaded, 0);
+    uint32_t w[4];
+    assert_int_equal(rngsnap_generate(rngsnap_stream_at(ctx, 0), RNGSNAP_U32,
+                                      w, 4), RNGSNAP_OK);
+    /* A plain context may load and re-seed: only RESUME locks seeding. */
+    as_if_loaded(ctx);
+    assert_int_equal(rngsnap_seed_all(ctx, 5), RNGSNAP_OK);
+    rngsnap_close(ctx);
+
+    ctx = th_open_ok(ini, RNGSNAP_RESUME);
+    assert_int_equal(ctx->awaiting_load, 1);
+    assert_int_equal(ctx->loaded, 0);
+    rngsnap_close(ctx);
+}
+
+static int setup(void **state)
+{
+    (void)state;
+    th_clean_env();
+    snprintf(ini, sizeof ini, "%s",
+             th_ini("[backend.good]\ndevices = 2\n"
+                    "streams = default, dropout\n"));
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    th_cleanup();
+    return 0;
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_draw_before_load),
+        cmocka_unit_test(test_seed_after_load),
+        cmocka_unit_test(test_without_resume),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
