@@ -1,1 +1,620 @@
-int main(void) { return 77; }
+/*
+ * test_multibackend.c - save and load against a live registry of several
+ * backends (multidev, multidev2 and, when built, cpu), each with several
+ * devices: everything saved is restored; a checkpoint that lacks or adds
+ * a backend, device, app state, rank or state format is refused and
+ * nothing changes; damaged files are E_CORRUPT and change nothing;
+ * set_state or app load failures roll back; the resume gate both ways.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <xxhash.h>
+
+#include "ckpt_test.h"
+#include "context.h"
+#include "format.h"
+
+static const char *dir;
+
+#define MD_A "[backend.multidev]\nplugin = rngsnap_multidev\n" \
+             "streams = a, b\ndevices = 3\n\n"
+#define MD2_X "[backend.multidev2]\nplugin = rngsnap_multidev2\n" \
+              "streams = x\ndevices = 2\n\n"
+
+static const char *cpu_section(void)
+{
+    return ct_have_cpu() ? "[backend.cpu]\nplugin = rngsnap_cpu\n"
+                           "streams = default, dropout\n\n"
+                         : "";
+}
+
+/* An ini of [cpu +] the given sections, under a fresh name. */
+static const char *ini(const char *body)
+{
+    static int n;
+    static char path[1024];
+    char name[32], all[4096];
+    snprintf(name, sizeof name, "rng%d.ini", n++);
+    snprintf(all, sizeof all, "%s%s", cpu_section(), body);
+    snprintf(path, sizeof path, "%s", ct_write_ini(dir, name, all));
+    return path;
+}
+
+static size_t ncpu(void) { return ct_have_cpu() ? 2 : 0; }
+
+static int group_setup(void **state)
+{
+    (void)state;
+    dir = ct_setup_dir();
+    return 0;
+}
+
+static int group_teardown(void **state)
+{
+    (void)state;
+    ct_remove_dir(dir);
+    return 0;
+}
+
+static const char *ckpt(const char *name) { return ct_path(dir, name); }
+
+#define assert_msg(ctx, text)                                            \
+    do {                                                                 \
+        if (!strstr(rngsnap_errmsg(ctx), text))                          \
+            fail_msg("message \"%s\" lacks \"%s\"", rngsnap_errmsg(ctx), \
+                     text);                                              \
+    } while (0)
+
+/* ---- the multi-backend bug ------------------------------------------------ */
+
+static void all_backends_saved_and_restored(void **state)
+{
+    (void)state;
+    rngsnap *ctx = ct_open(ini(MD_A MD2_X), 0);
+    size_t n = rngsnap_stream_count(ctx);
+    assert_int_equal(n, ncpu() + 6 + 2);
+    assert_int_equal(rngsnap_seed_all(ctx, 42), 0);
+    free(ct_draw_all(ctx, 100));
+    ct_snap before = ct_take(ctx);
+    assert_int_equal(rngsnap_save(ctx, ckpt("all.ckpt"), 0), 0);
+    uint32_t *w1 = ct_draw_all(ctx, 1000);
+    assert_int_equal(rngsnap_load(ctx, ckpt("all.ckpt"), 0), 0);
+    ct_snap after = ct_take(ctx);
+    assert_true(ct_snap_equal(before, after));
+    uint32_t *w2 = ct_draw_all(ctx, 1000);
+    assert_memory_equal(w1, w2, n * 1000 * sizeof *w1);
+    /* every stream is its own: no two draw the same words */
+    for (size_t i = 0; i < n; i++)
+        for (size_t j = 0; j < i; j++)
+            assert_memory_not_equal(w1 + i * 1000, w1 + j * 1000, 64);
+
+    /* a second context of the same config restores the same */
+    rngsnap *other = ct_open(ini(MD_A MD2_X), 0);
+    assert_int_equal(rngsnap_seed_all(other, 7), 0);
+    assert_int_equal(rngsnap_load(other, ckpt("all.ckpt"), 0), 0);
+    uint32_t *w3 = ct_draw_all(other, 1000);
+    assert_memory_equal(w1, w3, n * 1000 * sizeof *w1);
+
+    /* the file lists every entry, in registry order */
+    rngsnap_file *f;
+    char err[512];
+    assert_int_equal(rngsnap_file_open(ckpt("all.ckpt"), &f, err, sizeof err),
+                     0);
+    assert_int_equal(rngsnap_file_section_count(f), n);
+    for (size_t i = 0; i < n; i++) {
+        const rngsnap_file_section *s = rngsnap_file_section_at(f, i);
+        rngsnap_stream *e = rngsnap_stream_at(ctx, i);
+        assert_string_equal(s->backend, rngsnap_stream_backend(e));
+        assert_int_equal(s->device, rngsnap_stream_device(e));
+        assert_string_equal(s->name, rngsnap_stream_name(e));
+    }
+    rngsnap_file_close(f);
+
+    free(w1);
+    free(w2);
+    free(w3);
+    ct_snap_free(&before);
+    ct_snap_free(&after);
+    rngsnap_close(other);
+    rngsnap_close(ctx);
+}
+
+/* Load file into a seeded context of ini_path; expect rc and message, and
+ * that no state changed. */
+static void refused(const char *ini_path, const char *file, int want,
+                    const char *text)
+{
+    rngsnap *ctx = ct_open(ini_path, 0);
+    assert_int_equal(rngsnap_seed_all(ctx, 99), 0);
+    free(ct_draw_all(ctx, 3));
+    ct_snap before = ct_take(ctx);
+    int rc = rngsnap_load(ctx, file, 0);
+    if (rc != want)
+        fail_msg("load %s: %s (%s), wanted %s", file, rngsnap_error_name(rc),
+                 rngsnap_errmsg(ctx), rngsnap_error_name(want));
+    assert_msg(ctx, text);
+    ct_snap after = ct_take(ctx);
+    assert_true(ct_snap_equal(before, after));
+    ct_snap_free(&before);
+    ct_snap_free(&after);
+    rngsnap_close(ctx);
+}
+
+static void save_with(const char *ini_path, const char *file)
+{
+    rngsnap *ctx = ct_open(ini_path, 0);
+    assert_int_equal(rngsnap_seed_all(ctx, 5), 0);
+    free(ct_draw_all(ctx, 11));
+    int rc = rngsnap_save(ctx, file, RNGSNAP_SAVE_REPLACE);
+    if (rc)
+        fail_msg("save: %s", rngsnap_errmsg(ctx));
+    rngsnap_close(ctx);
+}
+
+static void backend_on_one_side_only(void **state)
+{
+    (void)state;
+    save_with(ini(MD_A), ckpt("a.ckpt"));
+    save_with(ini(MD_A MD2_X), ckpt("ab.ckpt"));
+    refused(ini(MD_A MD2_X), ckpt("a.ckpt"), RNGSNAP_E_MISMATCH,
+            "this configuration has multidev2:0/x, which the checkpoint "
+            "lacks (and 1 more)");
+    refused(ini(MD_A), ckpt("ab.ckpt"), RNGSNAP_E_MISMATCH,
+            "checkpoint has multidev2:0/x, which this configuration does not "
+            "load");
+    /* one device fewer */
+    refused(ini("[backend.multidev]\nplugin = rngsnap_multidev\n"
+                "streams = a, b\ndevices = 2\n\n"),
+            ckpt("a.ckpt"), RNGSNAP_E_MISMATCH,
+            "checkpoint has multidev:2/a, which this configuration does not "
+            "load");
+    /* a stream renamed: both sides named */
+    refused(ini("[backend.multidev]\nplugin = rngsnap_multidev\n"
+                "streams = a, c\ndevices = 3\n\n"),
+            ckpt("a.ckpt"), RNGSNAP_E_MISMATCH,
+            "checkpoint has multidev:0/b, which this configuration does not "
+            "load (and 2 more); this configuration has multidev:0/c");
+}
+
+/* Sections in another order than the registry (rng.ini reordered) still
+ * match by key. */
+static void order_of_backends_does_not_matter(void **state)
+{
+    (void)state;
+    save_with(ini(MD_A MD2_X), ckpt("order.ckpt"));
+    rngsnap *ctx = ct_open(ini(MD2_X MD_A), 0);
+    assert_int_equal(rngsnap_load(ctx, ckpt("order.ckpt"), 0), 0);
+    rngsnap_close(ctx);
+}
+
+static void rank_mismatch(void **state)
+{
+    (void)state;
+    rngsnap *ctx = ct_open(ini(MD_A), 0);
+    assert_int_equal(rngsnap_set_rank(ctx, 1, 4), 0);
+    assert_int_equal(rngsnap_seed_all(ctx, 1), 0);
+    assert_int_equal(rngsnap_save(ctx, ckpt("r1of4.ckpt"), 0), 0);
+    rngsnap_close(ctx);
+
+    ctx = ct_open(ini(MD_A), 0);
+    assert_int_equal(rngsnap_set_rank(ctx, 0, 2), 0);
+    assert_int_equal(rngsnap_seed_all(ctx, 1), 0);
+    ct_snap before = ct_take(ctx);
+    assert_int_equal(rngsnap_load(ctx, ckpt("r1of4.ckpt"), 0),
+                     RNGSNAP_E_MISMATCH);
+    assert_msg(ctx, "checkpoint is rank 1 of 4, this process is rank 0 of 2");
+    ct_snap after = ct_take(ctx);
+    assert_true(ct_snap_equal(before, after));
+    /* same rank, other world size */
+    assert_int_equal(rngsnap_set_rank(ctx, 1, 2), 0);
+    assert_int_equal(rngsnap_load(ctx, ckpt("r1of4.ckpt"), 0),
+                     RNGSNAP_E_MISMATCH);
+    assert_int_equal(rngsnap_set_rank(ctx, 1, 4), 0);
+    assert_int_equal(rngsnap_load(ctx, ckpt("r1of4.ckpt"), 0), 0);
+    ct_snap_free(&before);
+    ct_snap_free(&after);
+    rngsnap_close(ctx);
+}
+
+/* ---- failures midway roll back -------------------------------------------- */
+
+static void set_state_failure_rolls_back(void **state)
+{
+    (void)state;
+    const char *bad = ini("[backend.multidev]\nplugin = rngsnap_multidev\n"
+                          "streams = a, b\ndevices = 3\n"
+                          "fail_set_state_on_device = 1\n\n" MD2_X);
+    save_with(bad, ckpt("rb.ckpt"));
+    /* entries before multidev:1/a (cpu, multidev:0/a and 0/b) are set, then
+     * multidev:1/a fails: they must be back as they were */
+    refused(bad, ckpt("rb.ckpt"), RNGSNAP_E_BACKEND, "multidev:1/a");
+    refused(bad, ckpt("rb.ckpt"), RNGSNAP_E_BACKEND,
+            "fail_set_state_on_device = 1");
+}
+
+static void get_state_failure_fails_save(void **state)
+{
+    (void)state;
+    rngsnap *ctx = ct_open(ini("[backend.multidev]\nplugin = rngsnap_multidev\n"
+                               "streams = a\ndevices = 3\n"
+                               "fail_get_state_on_device = 2\n\n"),
+                           0);
+    /* (no seed_all: it backs states up with get_state too) */
+    assert_int_equal(rngsnap_save(ctx, ckpt("never.ckpt"), 0),
+                     RNGSNAP_E_BACKEND);
+    assert_msg(ctx, "multidev:2/a");
+    assert_int_equal(access(ckpt("never.ckpt"), F_OK), -1);
+    int tmp;
+    ct_count_entries(dir, &tmp);
+    assert_false(tmp);
+    rngsnap_close(ctx);
+}
+
+/* ---- app states ----------------------------------------------------------- */
+
+typedef struct app {
+    char data[64];
+    size_t len;
+    int fail_load, fail_save;
+} app;
+
+static size_t app_size(void *u) { return ((app *)u)->len; }
+static int app_save(void *u, void *buf, size_t len)
+{
+    app *a = u;
+    if (a->fail_save)
+        return -3;
+    assert_int_equal(len, a->len);
+    memcpy(buf, a->data, len);
+    return 0;
+}
+static int app_load(void *u, const void *buf, size_t len)
+{
+    app *a = u;
+    if (a->fail_load)
+        return -1;
+    if (len > sizeof a->data)
+        return -2;
+    memcpy(a->data, buf, len);
+    a->len = len;
+    return 0;
+}
+static const rngsnap_state_ops app_ops = {app_size, app_save, app_load};
+
+static void app_set(app *a, const char *s)
+{
+    memset(a, 0, sizeof *a);
+    snprintf(a->data, sizeof a->data, "%s", s);
+    a->len = strlen(s);
+}
+
+static void app_state_round_trip(void **state)
+{
+    (void)state;
+    app progress, gen;
+    app_set(&progress, "epoch=3 step=1200");
+    app_set(&gen, "private generator");
+    rngsnap *ctx = ct_open(ini(MD_A), 0);
+    assert_int_equal(rngsnap_register_state(ctx, "progress", &app_ops,
+                                            &progress),
+                     0);
+    assert_int_equal(rngsnap_register_state(ctx, "gen", &app_ops, &gen), 0);
+    assert_int_equal(rngsnap_seed_all(ctx, 3), 0);
+    assert_int_equal(rngsnap_save(ctx, ckpt("app.ckpt"), 0), 0);
+    uint32_t *w1 = ct_draw_all(ctx, 50);
+    app_set(&progress, "epoch=4 step=1 (a longer, later state)");
+    app_set(&gen, "moved on");
+    assert_int_equal(rngsnap_load(ctx, ckpt("app.ckpt"), 0), 0);
+    assert_int_equal(progress.len, strlen("epoch=3 step=1200"));
+    assert_memory_equal(progress.data, "epoch=3 step=1200", progress.len);
+    assert_memory_equal(gen.data, "private generator", gen.len);
+    uint32_t *w2 = ct_draw_all(ctx, 50);
+    assert_memory_equal(w1, w2, rngsnap_stream_count(ctx) * 50 * 4);
+    free(w1);
+    free(w2);
+
+    /* the load callback fails for the second app state: the first one
+     * and every stream go back to what they were */
+    app_set(&progress, "progress now");
+    app_set(&gen, "gen now");
+    gen.fail_load = 1;
+    ct_snap before = ct_take(ctx);
+    assert_int_equal(rngsnap_load(ctx, ckpt("app.ckpt"), 0),
+                     RNGSNAP_E_BACKEND);
+    assert_msg(ctx, "app state gen");
+    assert_msg(ctx, "rolled back");
+    assert_memory_equal(progress.data, "progress now", progress.len);
+    ct_snap after = ct_take(ctx);
+    assert_true(ct_snap_equal(before, after));
+    ct_snap_free(&after);
+
+    /* a failing save callback: save refused, load refused untouched */
+    gen.fail_load = 0;
+    gen.fail_save = 1;
+    assert_int_equal(rngsnap_save(ctx, ckpt("app2.ckpt"), 0),
+                     RNGSNAP_E_BACKEND);
+    assert_msg(ctx, "app state gen");
+    assert_int_equal(access(ckpt("app2.ckpt"), F_OK), -1);
+    assert_int_equal(rngsnap_load(ctx, ckpt("app.ckpt"), 0),
+                     RNGSNAP_E_BACKEND);
+    gen.fail_save = 0;
+    after = ct_take(ctx);
+    assert_true(ct_snap_equal(before, after));
+    ct_snap_free(&before);
+    ct_snap_free(&after);
+    rngsnap_close(ctx);
+}
+
+static void app_state_on_one_side_only(void **state)
+{
+    (void)state;
+    app progress, extra;
+    app_set(&progress, "p");
+    app_set(&extra, "e");
+    rngsnap *ctx = ct_open(ini(MD_A), 0);
+    assert_int_equal(rngsnap_register_state(ctx, "progress", &app_ops,
+                                            &progress),
+                     0);
+    assert_int_equal(rngsnap_seed_all(ctx, 3), 0);
+    assert_int_equal(rngsnap_save(ctx, ckpt("app1.ckpt"), 0), 0);
+    rngsnap_close(ctx);
+
+    /* checkpoint has it, this context does not register it */
+    refused(ini(MD_A), ckpt("app1.ckpt"), RNGSNAP_E_MISMATCH,
+            "checkpoint has app state progress, which this configuration "
+            "does not load");
+
+    /* this context has one more */
+    ctx = ct_open(ini(MD_A), 0);
+    assert_int_equal(rngsnap_register_state(ctx, "progress", &app_ops,
+                                            &progress),
+                     0);
+    assert_int_equal(rngsnap_register_state(ctx, "extra", &app_ops, &extra),
+                     0);
+    ct_snap before = ct_take(ctx);
+    assert_int_equal(rngsnap_load(ctx, ckpt("app1.ckpt"), 0),
+                     RNGSNAP_E_MISMATCH);
+    assert_msg(ctx, "this configuration has app state extra, which the "
+                    "checkpoint lacks");
+    ct_snap after = ct_take(ctx);
+    assert_true(ct_snap_equal(before, after));
+    ct_snap_free(&before);
+    ct_snap_free(&after);
+    rngsnap_close(ctx);
+}
+
+static void register_state_arguments(void **state)
+{
+    (void)state;
+    app a;
+    app_set(&a, "x");
+    rngsnap *ctx = ct_open(ini(MD_A), 0);
+    char longname[300];
+    memset(longname, 'n', 256);
+    longname[256] = 0;
+    rngsnap_state_ops partial = {app_size, NULL, app_load};
+    assert_int_equal(rngsnap_register_state(ctx, NULL, &app_ops, &a),
+                     RNGSNAP_E_INVALID);
+    assert_int_equal(rngsnap_register_state(ctx, "", &app_ops, &a),
+                     RNGSNAP_E_INVALID);
+    assert_int_equal(rngsnap_register_state(ctx, longname, &app_ops, &a),
+                     RNGSNAP_E_INVALID);
+    longname[255] = 0;
+    assert_int_equal(rngsnap_register_state(ctx, longname, &app_ops, &a), 0);
+    assert_int_equal(rngsnap_register_state(ctx, "s", NULL, &a),
+                     RNGSNAP_E_INVALID);
+    assert_int_equal(rngsnap_register_state(ctx, "s", &partial, &a),
+                     RNGSNAP_E_INVALID);
+    assert_int_equal(rngsnap_register_state(ctx, "s", &app_ops, &a), 0);
+    assert_int_equal(rngsnap_register_state(ctx, "s", &app_ops, &a),
+                     RNGSNAP_E_INVALID);
+    assert_msg(ctx, "already registered");
+    assert_int_equal(rngsnap_register_state(NULL, "t", &app_ops, &a),
+                     RNGSNAP_E_INVALID);
+    /* a 255-byte name round-trips */
+    assert_int_equal(rngsnap_seed_all(ctx, 1), 0);
+    assert_int_equal(rngsnap_save(ctx, ckpt("long.ckpt"), 0), 0);
+    assert_int_equal(rngsnap_load(ctx, ckpt("long.ckpt"), 0), 0);
+    rngsnap_close(ctx);
+}
+
+/* ---- damaged files -------------------------------------------------------- */
+
+/* A small checkpoint: one multidev stream and one app state.  Every byte
+ * flipped (three ways) and every truncation is E_CORRUPT, through load
+ * (live state unchanged, app load never called) and rngsnap_file_open. */
+static void every_flip_and_truncation_refused(void **state)
+{
+    (void)state;
+    app progress;
+    app_set(&progress, "step=7");
+    const char *small = ini("[backend.multidev]\nplugin = rngsnap_multidev\n"
+                            "streams = a\ndevices = 1\n\n");
+    rngsnap *ctx = ct_open(small, 0);
+    assert_int_equal(rngsnap_register_state(ctx, "progress", &app_ops,
+                                            &progress),
+                     0);
+    assert_int_equal(rngsnap_seed_all(ctx, 8), 0);
+    assert_int_equal(rngsnap_save(ctx, ckpt("small.ckpt"), 0), 0);
+    size_t len;
+    uint8_t *good = ct_read(ckpt("small.ckpt"), &len);
+    assert_non_null(good);
+    free(ct_draw_all(ctx, 5));
+    app_set(&progress, "step=9");
+    ct_snap before = ct_take(ctx);
+    const char *bad = ckpt("bad.ckpt");
+    const uint8_t masks[] = {0x01, 0xff, 0x80};
+    size_t tries = 0;
+    /* i < len: flip byte i; i >= len: truncate to i - len bytes */
+    for (size_t i = 0; i < 4 * len; i++) {
+        size_t n = len, at = i / 3;
+        if (i < 3 * len)
+            good[at] ^= masks[i % 3];
+        else
+            n = i - 3 * len;
+        ct_write(bad, good, n);
+        if (i < 3 * len)
+            good[at] ^= masks[i % 3];
+        int rc = rngsnap_load(ctx, bad, 0);
+        if (rc != RNGSNAP_E_CORRUPT)
+            fail_msg("case %zu (%s %zu): %s: %s", i,
+                     i < 3 * len ? "flip at" : "cut to",
+                     i < 3 * len ? at : n, rngsnap_error_name(rc),
+                     rngsnap_errmsg(ctx));
+        assert_msg(ctx, "bad.ckpt");
+        rngsnap_file *f;
+        char err[512];
+        assert_int_equal(rngsnap_file_open(bad, &f, err, sizeof err),
+                         RNGSNAP_E_CORRUPT);
+        assert_null(f);
+        tries++;
+    }
+    assert_int_equal(tries, 3 * len + len);
+    ct_snap after = ct_take(ctx);
+    assert_true(ct_snap_equal(before, after));
+    /* and the undamaged file still loads */
+    assert_int_equal(rngsnap_load(ctx, ckpt("small.ckpt"), 0), 0);
+    assert_memory_equal(progress.data, "step=7", 6);
+    ct_snap_free(&before);
+    ct_snap_free(&after);
+    free(good);
+    rngsnap_close(ctx);
+}
+
+/* Rewrite one section's state_format (or state) with valid checksums. */
+static void tamper(const char *from, const char *to, size_t sec,
+                   int zero_state, uint32_t format)
+{
+    size_t len;
+    uint8_t *b = ct_read(from, &len);
+    rs_fmt_view v;
+    char err[512];
+    assert_int_equal(rs_fmt_decode(b, len, from, 0, &v, err, sizeof err), 0);
+    rs_fmt_section *s = &v.sections[sec];
+    uint8_t *p = b + s->offset;
+    uint8_t *st = (uint8_t *)s->pub.state;
+    if (zero_state)
+        memset(st, 0, s->pub.state_size);
+    else
+        for (int i = 0; i < 4; i++)
+            st[-8 + i] = (uint8_t)(format >> (8 * i));
+    uint64_t h = XXH64(p, s->size - 8, 0);
+    for (int i = 0; i < 8; i++)
+        p[s->size - 8 + i] = (uint8_t)(h >> (8 * i));
+    h = XXH64(b, len - 8, 0);
+    for (int i = 0; i < 8; i++)
+        b[len - 8 + i] = (uint8_t)(h >> (8 * i));
+    rs_fmt_view_free(&v);
+    ct_write(to, b, len);
+    free(b);
+}
+
+static void state_format_and_plugin_check(void **state)
+{
+    (void)state;
+    const char *cfg = ini(MD_A);
+    save_with(cfg, ckpt("fmt.ckpt"));
+    size_t first_md = ncpu(); /* cpu sections come first */
+    tamper(ckpt("fmt.ckpt"), ckpt("fmt2.ckpt"), first_md + 1, 0, 0x32564d44);
+    refused(cfg, ckpt("fmt2.ckpt"), RNGSNAP_E_MISMATCH,
+            "(multidev:0/b): state format 0x32564d44");
+    /* the plugin's validate_state refuses an all-zero xorshift state */
+    tamper(ckpt("fmt.ckpt"), ckpt("zero.ckpt"), first_md + 3, 1, 0);
+    refused(cfg, ckpt("zero.ckpt"), RNGSNAP_E_CORRUPT, "multidev:1/b");
+}
+
+/* ---- files and flags ---------------------------------------------------- */
+
+static void no_overwrite_without_replace(void **state)
+{
+    (void)state;
+    rngsnap *ctx = ct_open(ini(MD_A), 0);
+    assert_int_equal(rngsnap_seed_all(ctx, 1), 0);
+    const char *p = ckpt("once.ckpt");
+    assert_int_equal(rngsnap_save(ctx, p, 0), 0);
+    size_t len1, len2;
+    uint8_t *first = ct_read(p, &len1);
+    free(ct_draw_all(ctx, 10));
+    assert_int_equal(rngsnap_save(ctx, p, 0), RNGSNAP_E_EXISTS);
+    assert_msg(ctx, p);
+    uint8_t *still = ct_read(p, &len2);
+    assert_int_equal(len1, len2);
+    assert_memory_equal(first, still, len1);
+    free(still);
+    assert_int_equal(rngsnap_save(ctx, p, RNGSNAP_SAVE_REPLACE), 0);
+    still = ct_read(p, &len2);
+    assert_int_equal(len1, len2);
+    assert_memory_not_equal(first, still, len1);
+    free(still);
+    free(first);
+    int tmp;
+    ct_count_entries(dir, &tmp);
+    assert_false(tmp);
+    /* flags and arguments */
+    assert_int_equal(rngsnap_save(ctx, p, 0x100), RNGSNAP_E_INVALID);
+    assert_int_equal(rngsnap_load(ctx, p, 0x1), RNGSNAP_E_INVALID);
+    assert_int_equal(rngsnap_save(ctx, NULL, 0), RNGSNAP_E_INVALID);
+    assert_int_equal(rngsnap_load(ctx, NULL, 0), RNGSNAP_E_INVALID);
+    assert_int_equal(rngsnap_save(NULL, p, 0), RNGSNAP_E_INVALID);
+    assert_int_equal(rngsnap_load(NULL, p, 0), RNGSNAP_E_INVALID);
+    assert_int_equal(rngsnap_load(ctx, ckpt("absent.ckpt"), 0), RNGSNAP_E_IO);
+    assert_msg(ctx, "absent.ckpt");
+    rngsnap_close(ctx);
+}
+
+/* ---- resume gate ---------------------------------------------------------- */
+
+static void resume_gate_both_ways(void **state)
+{
+    (void)state;
+    const char *cfg = ini(MD_A);
+    save_with(cfg, ckpt("gate.ckpt"));
+    rngsnap *ctx = ct_open(cfg, RNGSNAP_RESUME);
+    rngsnap_stream *s = rngsnap_stream_at(ctx, 0);
+    uint32_t w[4];
+    assert_int_equal(rngsnap_generate(s, RNGSNAP_U32, w, 4), RNGSNAP_E_ORDER);
+    char label[300];
+    snprintf(label, sizeof label, "%s:%d/%s", rngsnap_stream_backend(s),
+             rngsnap_stream_device(s), rngsnap_stream_name(s));
+    assert_msg(ctx, label);
+    /* saving before the load would overwrite the checkpoint with fresh
+     * states */
+    assert_int_equal(rngsnap_save(ctx, ckpt("gate.ckpt"),
+                                  RNGSNAP_SAVE_REPLACE),
+                     RNGSNAP_E_ORDER);
+    /* a failed load keeps the gate shut */
+    assert_int_equal(rngsnap_load(ctx, ckpt("absent.ckpt"), 0), RNGSNAP_E_IO);
+    assert_int_equal(rngsnap_generate(s, RNGSNAP_U32, w, 4), RNGSNAP_E_ORDER);
+    assert_int_equal(rngsnap_load(ctx, ckpt("gate.ckpt"), 0), 0);
+    assert_int_equal(rngsnap_generate(s, RNGSNAP_U32, w, 4), 0);
+    assert_int_equal(rngsnap_seed_all(ctx, 1), RNGSNAP_E_ORDER);
+    assert_int_equal(rngsnap_save(ctx, ckpt("gate2.ckpt"), 0), 0);
+    rngsnap_close(ctx);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(all_backends_saved_and_restored),
+        cmocka_unit_test(backend_on_one_side_only),
+        cmocka_unit_test(order_of_backends_does_not_matter),
+        cmocka_unit_test(rank_mismatch),
+        cmocka_unit_test(set_state_failure_rolls_back),
+        cmocka_unit_test(get_state_failure_fails_save),
+        cmocka_unit_test(app_state_round_trip),
+        cmocka_unit_test(app_state_on_one_side_only),
+        cmocka_unit_test(register_state_arguments),
+        cmocka_unit_test(every_flip_and_truncation_refused),
+        cmocka_unit_test(state_format_and_plugin_check),
+        cmocka_unit_test(no_overwrite_without_replace),
+        cmocka_unit_test(resume_gate_both_ways),
+    };
+    return cmocka_run_group_tests(tests, group_setup, group_teardown);
+}
