@@ -46,8 +46,9 @@ static int cpu_parse_threads(cpu_ctx *c, const char *v, int line)
     if (errno != 0 || end == v || *end != '\0' || t < 0 ||
         t > CPU_MAX_THREADS) {
         c->host->error(c->host,
-                       "line %d: threads = %s: expected an integer 0..%d "
-                       "(0 = number of online CPUs)", line, v,
+                       "%s:%d: threads = %s: expected an integer 0..%d "
+                       "(0 = number of online CPUs)", c->host->ini_path,
+                       line, v,
                        CPU_MAX_THREADS);
         return RNGSNAP_E_CONFIG;
     }
@@ -65,14 +66,14 @@ static int cpu_parse_isa(cpu_ctx *c, const char *v, int line)
     int isa = philox_isa_parse(v);
     if (isa < 0) {
         c->host->error(c->host,
-                       "line %d: isa = %s: expected auto, scalar, avx2 "
-                       "or avx512", line, v);
+                       "%s:%d: isa = %s: expected auto, scalar, avx2 "
+                       "or avx512", c->host->ini_path, line, v);
         return RNGSNAP_E_CONFIG;
     }
     if (!philox_isa_supported((philox_isa)isa)) {
         c->host->error(c->host,
-                       "line %d: isa = %s: this processor does not "
-                       "support it", line, v);
+                       "%s:%d: isa = %s: this processor does not "
+                       "support it", c->host->ini_path, line, v);
         return RNGSNAP_E_CONFIG;
     }
     c->isa = (philox_isa)isa;
@@ -101,8 +102,9 @@ static int cpu_read_options(cpu_ctx *c)
                strcmp(cpu_options[k].key, key) != 0)
             k++;
         if (k == sizeof cpu_options / sizeof cpu_options[0]) {
-            h->error(h, "line %d: unknown option '%s' (the cpu backend "
-                        "knows threads, isa)", line, key);
+            h->error(h, "%s:%d: unknown option '%s' in [backend.%s] "
+                        "(the cpu backend knows: threads, isa)",
+                     h->ini_path, line, key, h->backend_name);
             return RNGSNAP_E_CONFIG;
         }
         int rc = cpu_options[k].parse(c, value, line);

@@ -20,7 +20,7 @@ typedef struct stream_vec {
     uint32_t expect[4];
 } stream_vec;
 
-static FILE *vec_open(const char *name)
+static inline FILE *vec_open(const char *name)
 {
     const char *dir = getenv("RNGSNAP_TEST_DATA");
     char path[4096];
@@ -32,7 +32,7 @@ static FILE *vec_open(const char *name)
 }
 
 /* Returns the number of vectors (malloc'd in *out), or -1. */
-static int read_kat(kat_vec **out)
+static inline int read_kat(kat_vec **out)
 {
     FILE *f = vec_open("philox4x32_10_kat.txt");
     if (f == NULL)
@@ -66,7 +66,7 @@ static int read_kat(kat_vec **out)
     return n;
 }
 
-static int read_streams(stream_vec **out)
+static inline int read_streams(stream_vec **out)
 {
     FILE *f = vec_open("curand_philox4x32_10_streams.txt");
     if (f == NULL)
