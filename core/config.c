@@ -23,10 +23,12 @@
 #include <stdarg.h>
 #include <errno.h>
 #include <limits.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 
 #include <ini.h>
 
@@ -498,24 +500,33 @@ static int read_file(struct rngsnap *ctx, const char *path, char **data,
     if (!f)
         return rs_error(ctx, RNGSNAP_E_CONFIG, "cannot open config file %s: "
                         "%s", path, strerror(errno));
-    char *buf = malloc(RS_INI_MAX_BYTES + 1);
+    struct stat st;
+    if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
+        fclose(f);
+        return rs_error(ctx, RNGSNAP_E_CONFIG, "config file %s is not a "
+                        "regular file", path);
+    }
+    if ((uintmax_t)st.st_size > RS_INI_MAX_BYTES) {
+        fclose(f);
+        return rs_error(ctx, RNGSNAP_E_CONFIG, "config file %s is larger "
+                        "than %u bytes", path, RS_INI_MAX_BYTES);
+    }
+    /* One byte more than the size, to notice a file that grew. */
+    size_t cap = (size_t)st.st_size + 1;
+    char *buf = malloc(cap + 1);
     if (!buf) {
         fclose(f);
         return rs_error(ctx, RNGSNAP_E_NOMEM, "out of memory");
     }
-    size_t n = fread(buf, 1, RS_INI_MAX_BYTES + 1, f);
+    size_t n = fread(buf, 1, cap, f);
     int bad = ferror(f);
     int e = errno;
     fclose(f);
-    if (bad) {
+    if (bad || n == cap) {
         free(buf);
         return rs_error(ctx, RNGSNAP_E_CONFIG, "cannot read config file %s: "
-                        "%s", path, strerror(e));
-    }
-    if (n > RS_INI_MAX_BYTES) {
-        free(buf);
-        return rs_error(ctx, RNGSNAP_E_CONFIG, "config file %s is larger "
-                        "than %u bytes", path, RS_INI_MAX_BYTES);
+                        "%s", path, bad ? strerror(e) : "it changed while "
+                        "being read");
     }
     buf[n] = '\0';
     *data = buf;
