@@ -257,6 +257,35 @@ def t_demo():
     rows = [l.split() for l in out.splitlines() if l.startswith("cpu ")]
     check(len(rows) == 3 and all(r[-1] == "yes" and int(r[4]) > 0 for r in rows),
           "demo table: 3 cpu rows, words drawn, match yes", out)
+    # Streams in device memory: the demo reserves words for "its kernels"
+    # instead of generating into host buffers (the test plugin's generate
+    # fails on purpose).
+    with tempfile.TemporaryDirectory() as tmp:
+        ini = os.path.join(tmp, "devmem.ini")
+        here = os.path.join(BUILD, "tests", "tools")
+        with open(ini, "w") as f:
+            f.write(f"[rngsnap]\nplugin_dir = {os.environ['RNGSNAP_PLUGIN_BUILD_DIR']}:{here}\n"
+                    "[backend.cpu]\nplugin = rngsnap_cpu\nstreams = default\n"
+                    "[backend.devmem]\nstreams = default, dropout\ndevices = 2\n")
+        rc, out, err = run("-c", ini, "demo")
+        last = out.strip().splitlines()[-1] if out.strip() else ""
+        dev = [l.split() for l in out.splitlines() if l.startswith("devmem ")]
+        check(rc == 0 and last == "resume is bit-exact on 5 of 5 streams",
+              "demo over device-memory streams: 5 of 5", f"rc={rc}\n{out}\n{err}")
+        # 12 steps, 8 after the checkpoint, 1024+333+4096 words reserved each.
+        check(len(dev) == 4 and all(r[3] == "device" and r[4] == str(8 * 5453)
+                                    and r[-1] == "yes" for r in dev),
+              "device streams: reserved words counted, match yes", out)
+        # A backend that quietly ignores set_state: the demo must notice.
+        with open(ini, "a") as f:
+            f.write("forget_state = 1\n")
+        rc, out, err = run("-c", ini, "demo")
+        last = out.strip().splitlines()[-1] if out.strip() else ""
+        bad = [l.split() for l in out.splitlines() if l.startswith("devmem ")]
+        check(rc == 1 and last == "resume is bit-exact on 1 of 5 streams"
+              and len(bad) == 4 and all(r[-1] == "NO" for r in bad),
+              "demo catches a backend that is not restored (exit 1, NO)",
+              f"rc={rc}\n{out}\n{err}")
     # Every cluster file of the build tree, where its backends are usable.
     cdir = os.path.join(BUILD, "config", "clusters")
     for name in sorted(os.listdir(cdir)) if os.path.isdir(cdir) else []:
