@@ -15,9 +15,9 @@
 #include <string.h>
 #include <time.h>
 
-#include "checkpoint.h"
 #include "context.h"
 #include "format.h"
+#include "internal.h"
 #include "store.h"
 
 #define LOAD_FLAGS 0u
@@ -26,21 +26,6 @@
 static void entry_label(const struct rngsnap_stream *s, char *out, size_t n)
 {
     snprintf(out, n, "%s:%d/%s", s->backend->name, s->device, s->name);
-}
-
-/* A context whose required backend has no device (RNGSNAP_PROBE_ONLY)
- * has an incomplete registry: refuse to save or load it. */
-static int check_usable(struct rngsnap *ctx, const char *what)
-{
-    for (size_t i = 0; i < ctx->nbackends; i++) {
-        const rs_backend *b = &ctx->backends[i];
-        if (!b->available && !b->skipped)
-            return rs_error(ctx, RNGSNAP_E_UNAVAILABLE,
-                            "%s: backend %s is unavailable%s%s", what,
-                            b->name, b->reason ? ": " : "",
-                            b->reason ? b->reason : "");
-    }
-    return RNGSNAP_OK;
 }
 
 /* The plugin put its detail in ctx->errmsg (host->error); keep it behind
@@ -96,15 +81,6 @@ RNGSNAP_API int rngsnap_register_state(rngsnap *ctx, const char *name,
     return RNGSNAP_OK;
 }
 
-void rs_apps_free(struct rngsnap *ctx)
-{
-    for (size_t i = 0; i < ctx->napps; i++)
-        free(ctx->apps[i].name);
-    free(ctx->apps);
-    ctx->apps = NULL;
-    ctx->napps = 0;
-}
-
 /* ---- save --------------------------------------------------------------- */
 
 RNGSNAP_API int rngsnap_save(rngsnap *ctx, const char *path, unsigned flags)
@@ -117,7 +93,7 @@ RNGSNAP_API int rngsnap_save(rngsnap *ctx, const char *path, unsigned flags)
         return rs_error(ctx, RNGSNAP_E_INVALID,
                         "save %s: unknown flags 0x%x", path,
                         flags & ~SAVE_FLAGS);
-    int rc = check_usable(ctx, path);
+    int rc = rs_check_usable(ctx);
     if (rc)
         return rc;
     if (ctx->awaiting_load)
@@ -525,7 +501,7 @@ RNGSNAP_API int rngsnap_load(rngsnap *ctx, const char *path, unsigned flags)
     if (flags & ~LOAD_FLAGS)
         return rs_error(ctx, RNGSNAP_E_INVALID, "load %s: unknown flags 0x%x",
                         path, flags & ~LOAD_FLAGS);
-    int rc = check_usable(ctx, path);
+    int rc = rs_check_usable(ctx);
     if (rc)
         return rc;
 
