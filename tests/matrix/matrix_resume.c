@@ -68,6 +68,8 @@ int main(int argc, char **argv)
     snprintf(ckpt, sizeof ckpt, "%s/resume.ckpt", dir);
     snprintf(want_path, sizeof want_path, "%s/want.bin", dir);
 
+    const char *ne = getenv("RNGSNAP_NO_EMULATION");
+    int no_emulation = ne != NULL && *ne != '\0' && strcmp(ne, "0") != 0;
     rngsnap *ctx = NULL;
     int rc = rngsnap_open(&ctx, ini, 0);
     MX_CHECK(rc == RNGSNAP_OK, "open %s: %s: %s", ini,
@@ -81,6 +83,10 @@ int main(int argc, char **argv)
         MX_CHECK(bi.available && bi.device_count > 0 && !bi.skipped,
                  "backend %s has no devices: %s", bi.name,
                  bi.reason ? bi.reason : "(no reason)");
+        /* Hardware runners set RNGSNAP_NO_EMULATION: real devices only. */
+        MX_CHECK(!(no_emulation && bi.emulated),
+                 "backend %s is emulated although RNGSNAP_NO_EMULATION is "
+                 "set", bi.name);
     }
     MX_CHECK(rngsnap_set_rank(ctx, 0, 1) == RNGSNAP_OK, "set_rank");
     rc = rngsnap_seed_all(ctx, 20261130u);
