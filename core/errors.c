@@ -2,6 +2,12 @@
  * errors.c - return codes and messages: the table of codes, the per-context
  * message (rs_error), the per-thread message of a failed rngsnap_open, and
  * the library version.
+ *
+ * A message stays until the next error on the same context: successful
+ * calls do not clear it.  Calls that have no context to write to (a NULL
+ * ctx or stream) leave their message in the per-thread slot that
+ * rngsnap_errmsg(NULL) reads, like a failed rngsnap_open; a successful
+ * rngsnap_open clears that slot.
  */
 #include <stdarg.h>
 #include <stdio.h>

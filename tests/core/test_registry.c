@@ -10,7 +10,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <pthread.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -338,6 +340,60 @@ static void test_seed_failure_rolls_back(void **state)
     rngsnap_close(ctx);
 }
 
+/* Run open+close with stderr captured into a file; returns what was
+ * written (static buffer). */
+static const char *captured_open(const char *ini)
+{
+    static char out[8192];
+    char path[4096];
+    snprintf(path, sizeof path, "%s/stderr.txt", th_tmpdir());
+    fflush(stderr);
+    int saved = dup(2);
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    assert_true(saved >= 0 && fd >= 0);
+    dup2(fd, 2);
+    close(fd);
+    rngsnap *ctx = th_open_ok(ini, 0);
+    rngsnap_close(ctx);
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    FILE *f = fopen(path, "r");
+    size_t n = fread(out, 1, sizeof out - 1, f);
+    fclose(f);
+    out[n] = '\0';
+    return out;
+}
+
+static void test_log_levels(void **state)
+{
+    (void)state;
+    char ini[4096];
+    snprintf(ini, sizeof ini, "%s",
+             th_ini("[backend.good]\ndevices = 0\nrequired = false\n"
+                    "reason = nothing here\n"));
+    /* Default: silent. */
+    assert_string_equal(captured_open(ini), "");
+    /* info: the core's skip line, not the plugin's debug line. */
+    setenv("RNGSNAP_LOG", "info", 1);
+    const char *out = captured_open(ini);
+    th_contains(out, "skipping optional backend good: nothing here");
+    assert_null(strstr(out, "opened with"));
+    /* debug (as a number): the plugin's line through host->log too. */
+    setenv("RNGSNAP_LOG", "3", 1);
+    th_contains(captured_open(ini), "good: opened with 0 devices");
+    /* The ini's log key, when the variable is unset. */
+    unsetenv("RNGSNAP_LOG");
+    snprintf(ini, sizeof ini, "%s",
+             th_write("rng.ini", "[rngsnap]\nplugin_dir = %s\nlog = debug\n"
+                      "[backend.good]\n", th_plugin_dir()));
+    th_contains(captured_open(ini), "good: opened with 1 devices");
+    /* The variable wins over the ini. */
+    setenv("RNGSNAP_LOG", "none", 1);
+    assert_string_equal(captured_open(ini), "");
+    unsetenv("RNGSNAP_LOG");
+}
+
 static int setup(void **state)
 {
     (void)state;
@@ -366,6 +422,7 @@ int main(void)
         cmocka_unit_test(test_open_args_and_errors),
         cmocka_unit_test(test_open_error_per_thread),
         cmocka_unit_test(test_seed_failure_rolls_back),
+        cmocka_unit_test(test_log_levels),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
