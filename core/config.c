@@ -463,6 +463,9 @@ static int handler(void *user, const char *section, const char *name,
         return perr(p, RNGSNAP_E_CONFIG,
                     "key '%.*s' is too long (the parser keeps %d "
                     "characters)", (int)klen, p->cur, RS_INIH_MAX_NAME - 1);
+    if (!*name)
+        return perr(p, RNGSNAP_E_CONFIG, "empty key name before '%s'",
+                    value);
     if (p->section == 0)
         return perr(p, RNGSNAP_E_CONFIG,
                     "key '%s' is outside any section (put it under "

@@ -80,6 +80,8 @@ static const bad_case bad_cases[] = {
     {"empty folder in plugin_dir list", 1,
      "[rngsnap]\nplugin_dir = /a::/b\n[backend.good]\n",
      {":2:", "'plugin_dir'", "empty folder"}},
+    {"empty key", 0, "[backend.good]\n = 3\n",
+     {":4:", "empty key"}},
     {"bad log level", 0, "log = loud\n[backend.good]\n",
      {":3:", "'log'", "'loud'"}},
     {"no backend at all", 0, "; only a comment\n",
