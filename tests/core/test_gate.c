@@ -4,7 +4,8 @@
  * a load has succeeded, and refuses rngsnap_seed_all after it.  The load
  * itself is the checkpoint engineer's: here its effect on the context
  * (loaded = 1, awaiting_load = 0, as rngsnap_load sets them) is applied
- * through the static core, so this test needs no checkpoint file.
+ * through the static core; test_with_real_load then checks the same with
+ * the real rngsnap_save / rngsnap_load.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -99,6 +100,51 @@ static void test_without_resume(void **state)
     rngsnap_close(ctx);
 }
 
+/* The whole gate with the real rngsnap_save / rngsnap_load. */
+static void test_with_real_load(void **state)
+{
+    (void)state;
+    char ckpt[4096];
+    snprintf(ckpt, sizeof ckpt, "%s/gate.ckpt", th_tmpdir());
+    rngsnap *run = th_open_ok(ini, 0);
+    assert_int_equal(rngsnap_seed_all(run, 77), RNGSNAP_OK);
+    uint32_t w[16];
+    for (size_t i = 0; i < rngsnap_stream_count(run); i++)
+        assert_int_equal(rngsnap_generate(rngsnap_stream_at(run, i),
+                                          RNGSNAP_U32, w, 3 + i), RNGSNAP_OK);
+    assert_int_equal(rngsnap_save(run, ckpt, RNGSNAP_SAVE_REPLACE),
+                     RNGSNAP_OK);
+
+    rngsnap *res = th_open_ok(ini, RNGSNAP_RESUME);
+    rngsnap_stream *s = rngsnap_stream_at(res, 2);
+    assert_int_equal(rngsnap_generate(s, RNGSNAP_U32, w, 1), RNGSNAP_E_ORDER);
+    th_contains(rngsnap_errmsg(res), "good:1/default");
+    /* A failed load keeps the gate shut. */
+    char missing[4096];
+    snprintf(missing, sizeof missing, "%s/missing.ckpt", th_tmpdir());
+    assert_int_not_equal(rngsnap_load(res, missing, 0), RNGSNAP_OK);
+    assert_int_equal(rngsnap_generate(s, RNGSNAP_U32, w, 1), RNGSNAP_E_ORDER);
+
+    assert_int_equal(rngsnap_load(res, ckpt, 0), RNGSNAP_OK);
+    for (size_t i = 0; i < rngsnap_stream_count(res); i++) {
+        rngsnap_philox a, b;
+        assert_int_equal(rngsnap_stream_position(rngsnap_stream_at(run, i),
+                                                 &a), RNGSNAP_OK);
+        assert_int_equal(rngsnap_stream_position(rngsnap_stream_at(res, i),
+                                                 &b), RNGSNAP_OK);
+        assert_memory_equal(&a, &b, sizeof a);
+    }
+    uint32_t x[4], y[4];
+    assert_int_equal(rngsnap_generate(rngsnap_stream_at(run, 2), RNGSNAP_U32,
+                                      x, 4), RNGSNAP_OK);
+    assert_int_equal(rngsnap_generate(s, RNGSNAP_U32, y, 4), RNGSNAP_OK);
+    assert_memory_equal(x, y, sizeof x);
+    assert_int_equal(rngsnap_seed_all(res, 77), RNGSNAP_E_ORDER);
+    th_contains(rngsnap_errmsg(res), "rngsnap_seed_all");
+    rngsnap_close(res);
+    rngsnap_close(run);
+}
+
 static int setup(void **state)
 {
     (void)state;
@@ -122,6 +168,7 @@ int main(void)
         cmocka_unit_test(test_draw_before_load),
         cmocka_unit_test(test_seed_after_load),
         cmocka_unit_test(test_without_resume),
+        cmocka_unit_test(test_with_real_load),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
