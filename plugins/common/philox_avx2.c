@@ -12,6 +12,8 @@
 #include <immintrin.h>
 
 #define PX_G 3             /* groups of 4 blocks per step (16 ymm registers) */
+/* Everything in registers: the loops over groups and rounds unrolled. */
+#define PX_UNROLL_G _Pragma("GCC unroll 8")
 #define PX_STEP (PX_G * 4) /* blocks per step                               */
 
 typedef struct px_keys {
@@ -26,6 +28,7 @@ px256_step(const px_keys *ks, uint64_t block, __m256i sub_lo, __m256i sub_hi,
     const __m256i m1 = _mm256_set1_epi64x(PX_M1);
     const __m256i lane = _mm256_set_epi64x(3, 2, 1, 0);
     __m256i x0[PX_G], x1[PX_G], x2[PX_G], x3[PX_G];
+    PX_UNROLL_G
     for (int g = 0; g < PX_G; g++) {
         x0[g] = _mm256_add_epi64(_mm256_set1_epi64x((long long)(block + 4 * g)),
                                  lane);
@@ -33,8 +36,10 @@ px256_step(const px_keys *ks, uint64_t block, __m256i sub_lo, __m256i sub_hi,
         x2[g] = sub_lo;
         x3[g] = sub_hi;
     }
+    _Pragma("GCC unroll 10")
     for (int r = 0; r < 10; r++) {
-        for (int g = 0; g < PX_G; g++) {
+        PX_UNROLL_G
+    for (int g = 0; g < PX_G; g++) {
             __m256i p0 = _mm256_mul_epu32(x0[g], m0);
             __m256i p1 = _mm256_mul_epu32(x2[g], m1);
             x0[g] = _mm256_xor_si256(_mm256_xor_si256(_mm256_srli_epi64(p1, 32),
@@ -46,6 +51,7 @@ px256_step(const px_keys *ks, uint64_t block, __m256i sub_lo, __m256i sub_hi,
         }
     }
     /* Pack: lane b -> qwords (x0|x1<<32, x2|x3<<32), blocks in order. */
+    PX_UNROLL_G
     for (int g = 0; g < PX_G; g++) {
         __m256i y01 = _mm256_blend_epi32(x0[g], _mm256_slli_epi64(x1[g], 32),
                                          0xAA);
@@ -56,6 +62,15 @@ px256_step(const px_keys *ks, uint64_t block, __m256i sub_lo, __m256i sub_hi,
         out[2 * g] = _mm256_permute2x128_si256(a, b, 0x20);
         out[2 * g + 1] = _mm256_permute2x128_si256(a, b, 0x31);
     }
+}
+
+/* The same step, out of line: for the few blocks before and after the
+ * main loop (keeps one inlined copy of the rounds per dist). */
+static __attribute__((noinline)) void
+px256_step_cold(const px_keys *ks, uint64_t block, __m256i sub_lo, __m256i sub_hi,
+             __m256i out[2 * PX_G])
+{
+    px256_step(ks, block, sub_lo, sub_hi, out);
 }
 
 static inline __attribute__((always_inline)) __m256i
@@ -100,7 +115,7 @@ px256_fill_direct(rngsnap_dist dist, const px_ctr *c, void *out,
     if (nt && ((uintptr_t)o & 15) != 0)
         nt = 0;
     if (nt && ((uintptr_t)o & 31) != 0 && nblocks > 0) { /* reach 32 bytes */
-        px256_step(&ks, block, sub_lo, sub_hi, v);
+        px256_step_cold(&ks, block, sub_lo, sub_hi, v);
         v[0] = px256_convert(dist, v[0]);
         memcpy(o, v, 16);
         o += 16;
@@ -110,15 +125,17 @@ px256_fill_direct(rngsnap_dist dist, const px_ctr *c, void *out,
     for (; nblocks >= PX_STEP; nblocks -= PX_STEP, block += PX_STEP) {
         px256_step(&ks, block, sub_lo, sub_hi, v);
         if (nt) {
+            PX_UNROLL_G
             for (int i = 0; i < 2 * PX_G; i++, o += 32)
                 _mm256_stream_si256((void *)o, px256_convert(dist, v[i]));
         } else {
+            PX_UNROLL_G
             for (int i = 0; i < 2 * PX_G; i++, o += 32)
                 _mm256_storeu_si256((void *)o, px256_convert(dist, v[i]));
         }
     }
     if (nblocks > 0) {
-        px256_step(&ks, block, sub_lo, sub_hi, v);
+        px256_step_cold(&ks, block, sub_lo, sub_hi, v);
         for (int i = 0; i < 2 * PX_G; i++)
             v[i] = px256_convert(dist, v[i]);
         memcpy(o, v, nblocks * 16);
@@ -127,29 +144,48 @@ px256_fill_direct(rngsnap_dist dist, const px_ctr *c, void *out,
         _mm_sfence();
 }
 
-#define PX_NORMAL_CHUNK 256
+/* One out-of-line copy of the main loop per output kind. */
+static __attribute__((noinline)) void
+px256_fill_words(const px_ctr *c, void *out, size_t nblocks, int nt)
+{
+    px256_fill_direct(RNGSNAP_U32, c, out, nblocks, nt);
+}
+
+static __attribute__((noinline)) void
+px256_fill_f32(const px_ctr *c, void *out, size_t nblocks, int nt)
+{
+    px256_fill_direct(RNGSNAP_F32, c, out, nblocks, nt);
+}
+
+static __attribute__((noinline)) void
+px256_fill_f64(const px_ctr *c, void *out, size_t nblocks, int nt)
+{
+    px256_fill_direct(RNGSNAP_F64, c, out, nblocks, nt);
+}
+
+#define PX_NORMAL_CHUNK 256 /* blocks of words converted per batch */
 
 void px_fill_avx2(rngsnap_dist dist, const px_ctr *c, void *out,
-                  size_t nblocks, int nt)
+                    size_t nblocks, int nt)
 {
     switch (dist) {
     case RNGSNAP_U32:
     case RNGSNAP_U64:
-        px256_fill_direct(RNGSNAP_U32, c, out, nblocks, nt);
+        px256_fill_words(c, out, nblocks, nt);
         return;
     case RNGSNAP_F32:
-        px256_fill_direct(RNGSNAP_F32, c, out, nblocks, nt);
+        px256_fill_f32(c, out, nblocks, nt);
         return;
     case RNGSNAP_F64:
-        px256_fill_direct(RNGSNAP_F64, c, out, nblocks, nt);
+        px256_fill_f64(c, out, nblocks, nt);
         return;
-    default: {
-        uint32_t w[PX_NORMAL_CHUNK * 4] __attribute__((aligned(32)));
+    default: { /* normals: words into a cached buffer, then convert */
+        uint32_t w[PX_NORMAL_CHUNK * 4] __attribute__((aligned(64)));
         px_ctr cc = *c;
         char *o = out;
         while (nblocks > 0) {
             size_t nb = nblocks < PX_NORMAL_CHUNK ? nblocks : PX_NORMAL_CHUNK;
-            px256_fill_direct(RNGSNAP_U32, &cc, w, nb, 0);
+            px256_fill_words(&cc, w, nb, 0);
             px_convert_loop(dist, w, o, nb);
             cc.block += nb;
             o += nb * 16;

@@ -17,6 +17,8 @@
 #include <immintrin.h>
 
 #define PX_G 4                /* groups of 8 blocks per step */
+/* Everything in registers: the loops over groups and rounds unrolled. */
+#define PX_UNROLL_G _Pragma("GCC unroll 8")
 #define PX_STEP (PX_G * 8)    /* blocks per step             */
 
 typedef struct px_keys {
@@ -31,6 +33,7 @@ px512_step(const px_keys *ks, uint64_t block, __m512i sub_lo, __m512i sub_hi,
     const __m512i m1 = _mm512_set1_epi64(PX_M1);
     const __m512i lane = _mm512_set_epi64(7, 6, 5, 4, 3, 2, 1, 0);
     __m512i x0[PX_G], x1[PX_G], x2[PX_G], x3[PX_G];
+    PX_UNROLL_G
     for (int g = 0; g < PX_G; g++) {
         x0[g] = _mm512_add_epi64(_mm512_set1_epi64((long long)(block + 8 * g)),
                                  lane);
@@ -38,8 +41,10 @@ px512_step(const px_keys *ks, uint64_t block, __m512i sub_lo, __m512i sub_hi,
         x2[g] = sub_lo;
         x3[g] = sub_hi;
     }
+    _Pragma("GCC unroll 10")
     for (int r = 0; r < 10; r++) {
-        for (int g = 0; g < PX_G; g++) {
+        PX_UNROLL_G
+    for (int g = 0; g < PX_G; g++) {
             __m512i p0 = _mm512_mul_epu32(x0[g], m0);
             __m512i p1 = _mm512_mul_epu32(x2[g], m1);
             x0[g] = _mm512_ternarylogic_epi64(_mm512_srli_epi64(p1, 32), x1[g],
@@ -55,6 +60,7 @@ px512_step(const px_keys *ks, uint64_t block, __m512i sub_lo, __m512i sub_hi,
                                           22, 6, 20, 4, 18, 2, 16, 0);
     const __m512i lo = _mm512_set_epi64(11, 3, 10, 2, 9, 1, 8, 0);
     const __m512i hi = _mm512_set_epi64(15, 7, 14, 6, 13, 5, 12, 4);
+    PX_UNROLL_G
     for (int g = 0; g < PX_G; g++) {
         __m512i y01 = _mm512_permutex2var_epi32(x0[g], pick, x1[g]);
         __m512i y23 = _mm512_permutex2var_epi32(x2[g], pick, x3[g]);
@@ -64,6 +70,15 @@ px512_step(const px_keys *ks, uint64_t block, __m512i sub_lo, __m512i sub_hi,
 }
 
 /* Convert one 64-byte vector of words to the dist's values, in place. */
+/* The same step, out of line: for the few blocks before and after the
+ * main loop (keeps one inlined copy of the rounds per dist). */
+static __attribute__((noinline)) void
+px512_step_cold(const px_keys *ks, uint64_t block, __m512i sub_lo, __m512i sub_hi,
+             __m512i out[2 * PX_G])
+{
+    px512_step(ks, block, sub_lo, sub_hi, out);
+}
+
 static inline __attribute__((always_inline)) __m512i
 px512_convert(rngsnap_dist dist, __m512i v)
 {
@@ -104,7 +119,7 @@ px512_fill_direct(rngsnap_dist dist, const px_ctr *c, void *out,
         if (lead > nblocks)
             lead = nblocks;
         if (lead > 0) {
-            px512_step(&ks, block, sub_lo, sub_hi, v);
+            px512_step_cold(&ks, block, sub_lo, sub_hi, v);
             for (int i = 0; i < 2 * PX_G; i++)
                 v[i] = px512_convert(dist, v[i]);
             memcpy(o, v, lead * 16);
@@ -116,21 +131,42 @@ px512_fill_direct(rngsnap_dist dist, const px_ctr *c, void *out,
     for (; nblocks >= PX_STEP; nblocks -= PX_STEP, block += PX_STEP) {
         px512_step(&ks, block, sub_lo, sub_hi, v);
         if (nt) {
+            PX_UNROLL_G
             for (int i = 0; i < 2 * PX_G; i++, o += 64)
                 _mm512_stream_si512((void *)o, px512_convert(dist, v[i]));
         } else {
+            PX_UNROLL_G
             for (int i = 0; i < 2 * PX_G; i++, o += 64)
                 _mm512_storeu_si512((void *)o, px512_convert(dist, v[i]));
         }
     }
     if (nblocks > 0) {
-        px512_step(&ks, block, sub_lo, sub_hi, v);
+        px512_step_cold(&ks, block, sub_lo, sub_hi, v);
         for (int i = 0; i < 2 * PX_G; i++)
             v[i] = px512_convert(dist, v[i]);
         memcpy(o, v, nblocks * 16);
     }
     if (nt)
         _mm_sfence();
+}
+
+/* One out-of-line copy of the main loop per output kind. */
+static __attribute__((noinline)) void
+px512_fill_words(const px_ctr *c, void *out, size_t nblocks, int nt)
+{
+    px512_fill_direct(RNGSNAP_U32, c, out, nblocks, nt);
+}
+
+static __attribute__((noinline)) void
+px512_fill_f32(const px_ctr *c, void *out, size_t nblocks, int nt)
+{
+    px512_fill_direct(RNGSNAP_F32, c, out, nblocks, nt);
+}
+
+static __attribute__((noinline)) void
+px512_fill_f64(const px_ctr *c, void *out, size_t nblocks, int nt)
+{
+    px512_fill_direct(RNGSNAP_F64, c, out, nblocks, nt);
 }
 
 #define PX_NORMAL_CHUNK 256 /* blocks of words converted per batch */
@@ -141,13 +177,13 @@ void px_fill_avx512(rngsnap_dist dist, const px_ctr *c, void *out,
     switch (dist) {
     case RNGSNAP_U32:
     case RNGSNAP_U64:
-        px512_fill_direct(RNGSNAP_U32, c, out, nblocks, nt);
+        px512_fill_words(c, out, nblocks, nt);
         return;
     case RNGSNAP_F32:
-        px512_fill_direct(RNGSNAP_F32, c, out, nblocks, nt);
+        px512_fill_f32(c, out, nblocks, nt);
         return;
     case RNGSNAP_F64:
-        px512_fill_direct(RNGSNAP_F64, c, out, nblocks, nt);
+        px512_fill_f64(c, out, nblocks, nt);
         return;
     default: { /* normals: words into a cached buffer, then convert */
         uint32_t w[PX_NORMAL_CHUNK * 4] __attribute__((aligned(64)));
@@ -155,7 +191,7 @@ void px_fill_avx512(rngsnap_dist dist, const px_ctr *c, void *out,
         char *o = out;
         while (nblocks > 0) {
             size_t nb = nblocks < PX_NORMAL_CHUNK ? nblocks : PX_NORMAL_CHUNK;
-            px512_fill_direct(RNGSNAP_U32, &cc, w, nb, 0);
+            px512_fill_words(&cc, w, nb, 0);
             px_convert_loop(dist, w, o, nb);
             cc.block += nb;
             o += nb * 16;

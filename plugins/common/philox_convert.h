@@ -141,10 +141,9 @@ RNGSNAP_HOSTDEV float px_logf(float x)
     uint32_t b = PX_F_BITS(x);
     int32_t e = (int32_t)(b >> 23) - 127;
     uint32_t mb = (b & 0x007fffffu) | 0x3f800000u; /* m in [1, 2) */
-    if (mb > 0x3fb504f3u) {                         /* m > sqrt(2) */
-        mb -= 0x00800000u;                          /* m / 2, exact */
-        e += 1;
-    }
+    uint32_t big = mb > 0x3fb504f3u; /* m > sqrt(2): halve it (exact) */
+    mb -= big << 23;                  /* branch-free: vectorisable     */
+    e += (int32_t)big;
     float f = PX_FSUB(PX_BITS_F(mb), 1.0f); /* exact (Sterbenz) */
     float s = PX_FDIV(f, PX_FADD(2.0f, f));
     float z = PX_FMUL(s, s);
@@ -164,10 +163,9 @@ RNGSNAP_HOSTDEV double px_log(double x)
     uint64_t b = PX_D_BITS(x);
     int32_t e = (int32_t)(b >> 52) - 1023;
     uint64_t mb = (b & 0x000fffffffffffffull) | 0x3ff0000000000000ull;
-    if (mb > 0x3ff6a09e667f3bcdull) { /* m > sqrt(2) */
-        mb -= 0x0010000000000000ull;
-        e += 1;
-    }
+    uint64_t big = mb > 0x3ff6a09e667f3bcdull; /* m > sqrt(2) */
+    mb -= big << 52;
+    e += (int32_t)big;
     double f = PX_DSUB(PX_BITS_D(mb), 1.0);
     double s = PX_DDIV(f, PX_DADD(2.0, f));
     double z = PX_DMUL(s, s);
@@ -230,15 +228,16 @@ RNGSNAP_HOSTDEV void px_sincos_kernel(double a, double *s, double *c)
 
 /* ---- normal variates: Box-Muller --------------------------------------- */
 
-/* Rotate (sin a, cos a) by q quarter turns: (sin, cos) of q*pi/2 + a. */
-#define PX_QUADRANT(q, s, c, so, co)                          \
-    do {                                                      \
-        switch ((q) & 3u) {                                   \
-        case 0: *(so) = (s); *(co) = (c); break;              \
-        case 1: *(so) = (c); *(co) = -(s); break;             \
-        case 2: *(so) = -(s); *(co) = -(c); break;            \
-        default: *(so) = -(c); *(co) = (s); break;            \
-        }                                                     \
+/* (sin, cos) of q*pi/2 + a from (s, c) = (sin a, cos a): odd q swaps
+ * them, q = 2, 3 negate the sine, q = 1, 2 the cosine.  Selects and
+ * negations only (exact, branch-free). */
+#define PX_QUADRANT(q, s, c, so, co)                                  \
+    do {                                                              \
+        uint32_t q_ = (uint32_t)(q);                                  \
+        *(so) = (q_ & 1u) ? (c) : (s);                                \
+        *(co) = (q_ & 1u) ? (s) : (c);                                \
+        *(so) = (q_ & 2u) ? -*(so) : *(so);                           \
+        *(co) = ((q_ + 1u) & 2u) ? -*(co) : *(co);                    \
     } while (0)
 
 /* Two standard normal floats from two words (one pair).
