@@ -9,6 +9,8 @@
 #include "cli.h"
 #include "rngsnap_build_config.h"
 
+static int cmd_help(const cli_globals *g, int argc, char **argv);
+
 static const cli_command commands[] = {
     {"backends", "list every configured backend, its devices and streams",
      cmd_backends, 0},
@@ -19,6 +21,7 @@ static const cli_command commands[] = {
     {"diff", "compare two checkpoints entry by entry", cmd_diff, 0},
     {"demo", "kill a simulated training job and resume it bit for bit",
      cmd_demo, 0},
+    {"help", "help on a command: rngsnap help COMMAND", cmd_help, 0},
     /* The child process of demo (fork+exec of this program). */
     {"__demo-job", "", cmd_demo_job, 1},
 };
@@ -48,6 +51,25 @@ static void usage(FILE *to)
         "from its build folder; the installed default (%s).\n"
         "\n" CLI_EXIT_HELP,
         RNGSNAP_DEFAULT_INI);
+}
+
+/* `rngsnap help [COMMAND]`: the same text as COMMAND --help. */
+static int cmd_help(const cli_globals *g, int argc, char **argv)
+{
+    (void)argv;
+    if (argc < 2) {
+        usage(stdout);
+        return CLI_OK;
+    }
+    for (size_t c = 0; c < NCOMMANDS; c++) {
+        if (!commands[c].hidden && commands[c].run != cmd_help
+            && strcmp(argv[1], commands[c].name) == 0) {
+            char *args[] = {argv[1], "--help", NULL};
+            return commands[c].run(g, 2, args);
+        }
+    }
+    cli_err("help", "unknown command '%s' (see rngsnap --help)", argv[1]);
+    return CLI_USAGE;
 }
 
 void cli_err(const char *cmd, const char *fmt, ...)
