@@ -505,10 +505,24 @@ RNGSNAP_API int rngsnap_load(rngsnap *ctx, const char *path, unsigned flags)
     if (rc)
         return rc;
 
+    /* The file this registry would write: its size is the read's hint,
+     * and the stream states' total the size of their backups. */
+    size_t hint = RS_FMT_HEADER_SIZE + RS_FMT_TRAILER_SIZE, backups = 0;
+    for (size_t e = 0; e < ctx->nstreams; e++) {
+        const struct rngsnap_stream *s = &ctx->streams[e];
+        uint32_t ss = s->backend->vt->state_size;
+        backups += ss;
+        hint += rs_fmt_section_size(strlen(s->backend->name),
+                                    strlen(s->name), ss);
+    }
+    for (size_t i = 0; i < ctx->napps; i++)
+        hint += rs_fmt_section_size(0, strlen(ctx->apps[i].name),
+                                    ctx->apps[i].ops.size(ctx->apps[i].user));
+
     char err[RS_ERRMSG_MAX];
     uint8_t *buf;
     size_t len;
-    rc = rs_store_read(path, &buf, &len, err, sizeof err);
+    rc = rs_store_read(path, hint, &buf, &len, err, sizeof err);
     if (rc)
         return rs_error(ctx, rc, "load %s", err);
     rs_fmt_view v;
@@ -528,9 +542,6 @@ RNGSNAP_API int rngsnap_load(rngsnap *ctx, const char *path, unsigned flags)
     }
     /* One scratch block: entry -> section maps, then state backups. */
     size_t maps = (ctx->nstreams + ctx->napps) * sizeof(uint32_t);
-    size_t backups = 0;
-    for (size_t e = 0; e < ctx->nstreams; e++)
-        backups += ctx->streams[e].backend->vt->state_size;
     scratch = malloc(maps + backups + 1);
     if (!scratch) {
         rc = rs_error(ctx, RNGSNAP_E_NOMEM, "load %s: out of memory", path);

@@ -74,7 +74,7 @@ void rs_fmt_put_header(uint8_t *p, int32_t rank, int32_t world_size,
     put32(p + H_WORLD, (uint32_t)world_size);
     put64(p + H_CREATED, (uint64_t)created_unix);
     put32(p + H_COUNT, section_count);
-    put64(p + H_CHECKSUM, XXH64(p, H_CHECKSUM, 0));
+    put64(p + H_CHECKSUM, XXH3_64bits(p, H_CHECKSUM));
 }
 
 uint8_t *rs_fmt_put_section(uint8_t *p, rngsnap_section_kind kind,
@@ -105,7 +105,7 @@ uint8_t *rs_fmt_put_section(uint8_t *p, rngsnap_section_kind kind,
 
 void rs_fmt_section_seal(uint8_t *p, size_t size)
 {
-    put64(p + size - 8, XXH64(p, size - 8, 0));
+    put64(p + size - 8, XXH3_64bits(p, size - 8));
 }
 
 void rs_fmt_put_trailer(uint8_t *buf, size_t size)
@@ -113,7 +113,7 @@ void rs_fmt_put_trailer(uint8_t *buf, size_t size)
     uint8_t *t = buf + size - RS_FMT_TRAILER_SIZE;
     memcpy(t, RS_FMT_END_MAGIC, 8);
     put64(t + 8, (uint64_t)size);
-    put64(t + 16, XXH64(buf, size - 8, 0));
+    put64(t + 16, XXH3_64bits(buf, size - 8));
 }
 
 /* ---- decoding ----------------------------------------------------------- */
@@ -238,7 +238,7 @@ static int decode_section(const uint8_t *p, const uint8_t *end, size_t i,
     }
     const uint8_t *send = p + size; /* one past the checksum */
     uint64_t sum = get64(send - 8);
-    if (XXH64(p, size - 8, 0) != sum) {
+    if (XXH3_64bits(p, size - 8) != sum) {
         raw_label(p, send - 8, hint, sizeof hint);
         return fail(err, errlen, what,
                     "section %zu%s at byte %zu: checksum mismatch", i, hint,
@@ -275,25 +275,24 @@ static int decode_section(const uint8_t *p, const uint8_t *end, size_t i,
                     "section %zu at byte %zu: bad name field", i, at);
     if (!stream)
         s->pub.backend = NULL;
+    /* The label is only formatted on error: this loop is the hot path. */
     char label[600];
-    rs_fmt_section_label(&s->pub, label, sizeof label);
-    if (fend - q < 8)
+    if (fend - q < 8) {
+        rs_fmt_section_label(&s->pub, label, sizeof label);
         return fail(err, errlen, what,
                     "section %zu (%s): fields overrun the section", i, label);
+    }
     s->pub.state_format = get32(q);
     uint32_t ss = get32(q + 4);
     q += 8;
     uint32_t max = stream ? RS_FMT_STREAM_STATE_MAX : RS_FMT_APP_STATE_MAX;
-    if (ss > max)
+    if (ss > max || (size_t)(fend - q) != ss) {
+        rs_fmt_section_label(&s->pub, label, sizeof label);
         return fail(err, errlen, what,
-                    "section %zu (%s): state of %u bytes exceeds the %u-byte "
-                    "limit",
-                    i, label, ss, max);
-    if ((size_t)(fend - q) != ss)
-        return fail(err, errlen, what,
-                    "section %zu (%s): state of %u bytes does not fill the "
-                    "section (%zu bytes there)",
-                    i, label, ss, (size_t)(fend - q));
+                    "section %zu (%s): state of %u bytes (limit %u) does "
+                    "not fill the section (%zu bytes there)",
+                    i, label, ss, max, (size_t)(fend - q));
+    }
     s->pub.state_size = ss;
     s->pub.state = q;
     return RNGSNAP_OK;
@@ -325,7 +324,7 @@ int rs_fmt_decode(const uint8_t *buf, size_t len, const char *what,
         return fail(err, errlen, what,
                     "truncated at byte %zu: the header is %u bytes", len,
                     RS_FMT_HEADER_SIZE);
-    if (XXH64(buf, H_CHECKSUM, 0) != get64(buf + H_CHECKSUM))
+    if (XXH3_64bits(buf, H_CHECKSUM) != get64(buf + H_CHECKSUM))
         return fail(err, errlen, what, "header checksum mismatch");
     uint32_t hsize = get32(buf + H_HEADER_SIZE);
     if (hsize != RS_FMT_HEADER_SIZE)
@@ -395,7 +394,7 @@ int rs_fmt_decode(const uint8_t *buf, size_t len, const char *what,
         rc = fail(err, errlen, what,
                   "%zu unaccounted bytes after section %u (byte %zu)",
                   (size_t)(t - p), count, (size_t)(p - buf));
-    if (rc == RNGSNAP_OK && XXH64(buf, len - 8, 0) != v->header.file_checksum)
+    if (rc == RNGSNAP_OK && XXH3_64bits(buf, len - 8) != v->header.file_checksum)
         rc = fail(err, errlen, what, "file checksum mismatch");
     if (rc == RNGSNAP_OK && (flags & RS_FMT_CHECK_DUPLICATES)) {
         /* Quadratic, used by the read API only; load finds duplicates
@@ -453,7 +452,7 @@ RNGSNAP_API int rngsnap_file_open(const char *path, rngsnap_file **out,
             snprintf(err, errlen, "%s: out of memory", path);
         return RNGSNAP_E_NOMEM;
     }
-    int rc = rs_store_read(path, &f->buf, &f->len, err, errlen);
+    int rc = rs_store_read(path, 0, &f->buf, &f->len, err, errlen);
     if (rc == RNGSNAP_OK)
         rc = rs_fmt_decode(f->buf, f->len, path, RS_FMT_CHECK_DUPLICATES,
                            &f->view, err, errlen);

@@ -76,6 +76,9 @@ static int open_temp(const char *path, size_t base_off, char *tmp,
                      size_t tmplen)
 {
     static atomic_uint counter;
+    /* A forked child may share the cached pid and counter with its
+     * parent: the nanoseconds differ, and O_EXCL settles any clash. */
+    static pid_t pid;
     const char *base = path + base_off;
     int baselen = (int)strlen(base);
     if (baselen > TMP_BASE_MAX)
@@ -84,8 +87,10 @@ static int open_temp(const char *path, size_t base_off, char *tmp,
         struct timespec ts;
         clock_gettime(CLOCK_MONOTONIC, &ts);
         unsigned c = atomic_fetch_add(&counter, 1u);
+        if (!pid) /* cached: getpid() is a system call per save */
+            pid = getpid();
         int n = snprintf(tmp, tmplen, "%.*s.%.*s.tmp-%ld-%u-%lx",
-                         (int)base_off, path, baselen, base, (long)getpid(),
+                         (int)base_off, path, baselen, base, (long)pid,
                          c, (unsigned long)ts.tv_nsec);
         if (n < 0 || (size_t)n >= tmplen) {
             errno = ENAMETOOLONG;
@@ -226,56 +231,81 @@ fail:
                path, step, tmp, strerror(saved));
 }
 
-int rs_store_read(const char *path, uint8_t **buf, size_t *len, char *err,
-                  size_t errlen)
+/* One read(), retried only when interrupted before any byte. */
+static ssize_t read_once(int fd, uint8_t *p, size_t n)
+{
+    ssize_t r;
+    do
+        r = read(fd, p, n);
+    while (r < 0 && errno == EINTR);
+    return r;
+}
+
+int rs_store_read(const char *path, size_t hint, uint8_t **buf, size_t *len,
+                  char *err, size_t errlen)
 {
     *buf = NULL;
     *len = 0;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    /* O_NONBLOCK: a FIFO at path must not hang the caller. */
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0)
         return say(err, errlen, RNGSNAP_E_IO, "%s: cannot open: %s", path,
                    strerror(errno));
-    struct stat st;
     int rc = RNGSNAP_OK;
-    if (fstat(fd, &st) != 0) {
-        rc = say(err, errlen, RNGSNAP_E_IO, "%s: cannot stat: %s", path,
-                 strerror(errno));
-        goto out;
-    }
-    if (!S_ISREG(st.st_mode)) {
-        rc = say(err, errlen, RNGSNAP_E_IO, "%s: not a regular file", path);
-        goto out;
-    }
-    if ((uint64_t)st.st_size > RS_FMT_FILE_MAX) {
-        rc = say(err, errlen, RNGSNAP_E_CORRUPT,
-                 "%s: %lld bytes, more than the %zu a checkpoint may hold",
-                 path, (long long)st.st_size, (size_t)RS_FMT_FILE_MAX);
-        goto out;
-    }
-    size_t want = (size_t)st.st_size;
-    uint8_t *p = malloc(want ? want : 1);
+    /* Fast path: the caller's expected size plus one byte.  A regular
+     * file's read() returns less than asked only at its end, so a short
+     * read is the whole file: open, read, close and nothing else. */
+    size_t cap = (hint ? hint : 4096) + 1, got = 0;
+    uint8_t *p = malloc(cap);
     if (!p) {
         rc = say(err, errlen, RNGSNAP_E_NOMEM,
-                 "%s: out of memory for %zu bytes", path, want);
+                 "%s: out of memory for %zu bytes", path, cap);
         goto out;
     }
-    size_t got = 0;
-    while (got < want) {
-        ssize_t r = read(fd, p + got, want - got);
+    for (;;) {
+        ssize_t r = read_once(fd, p + got, cap - got);
         if (r < 0) {
-            if (errno == EINTR)
-                continue;
             rc = say(err, errlen, RNGSNAP_E_IO, "%s: read failed: %s", path,
                      strerror(errno));
-            free(p);
-            goto out;
+            goto fail;
         }
-        if (r == 0)
-            break; /* shrank since fstat: decode reports the truncation */
         got += (size_t)r;
+        if (got < cap)
+            break; /* short read (or none): end of file */
+        /* Larger than expected: ask the file its size, bound it, grow. */
+        struct stat st;
+        if (fstat(fd, &st) != 0) {
+            rc = say(err, errlen, RNGSNAP_E_IO, "%s: cannot stat: %s", path,
+                     strerror(errno));
+            goto fail;
+        }
+        if (!S_ISREG(st.st_mode)) {
+            rc = say(err, errlen, RNGSNAP_E_IO, "%s: not a regular file",
+                     path);
+            goto fail;
+        }
+        size_t want = (uint64_t)st.st_size > got ? (size_t)st.st_size : got;
+        if (want > RS_FMT_FILE_MAX || cap > RS_FMT_FILE_MAX) {
+            rc = say(err, errlen, RNGSNAP_E_CORRUPT,
+                     "%s: %lld bytes, more than the %zu a checkpoint may "
+                     "hold",
+                     path, (long long)st.st_size, (size_t)RS_FMT_FILE_MAX);
+            goto fail;
+        }
+        cap = want > got ? want + 1 : 2 * cap;
+        uint8_t *q = realloc(p, cap);
+        if (!q) {
+            rc = say(err, errlen, RNGSNAP_E_NOMEM,
+                     "%s: out of memory for %zu bytes", path, cap);
+            goto fail;
+        }
+        p = q;
     }
     *buf = p;
     *len = got;
+    goto out;
+fail:
+    free(p);
 out:
     close(fd);
     return rc;

@@ -20,8 +20,10 @@ int rs_store_write(const char *path, const void *buf, size_t len,
                    unsigned flags, char *err, size_t errlen);
 
 /* Read the whole file at path into a new buffer (free()), refusing files
- * larger than RS_FMT_FILE_MAX (RNGSNAP_E_CORRUPT). */
-int rs_store_read(const char *path, uint8_t **buf, size_t *len, char *err,
-                  size_t errlen);
+ * larger than RS_FMT_FILE_MAX (RNGSNAP_E_CORRUPT).  hint: the size the
+ * caller expects (0: unknown); when right, the read costs open, one
+ * read() and close. */
+int rs_store_read(const char *path, size_t hint, uint8_t **buf, size_t *len,
+                  char *err, size_t errlen);
 
 #endif /* RNGSNAP_CORE_STORE_H */

@@ -90,7 +90,7 @@ static int decode_rc(const uint8_t *b, size_t len, char *err, size_t errlen)
 }
 
 /* The bytes are where docs/format.md says, checked with our own readers
- * and XXH64 directly. */
+ * and libxxhash's XXH3_64bits directly. */
 static void layout_matches_spec(void **state)
 {
     (void)state;
@@ -105,7 +105,7 @@ static void layout_matches_spec(void **state)
     assert_int_equal(le64(b + 40), 1700000000);
     assert_int_equal(le32(b + 48), 3);
     assert_int_equal(le32(b + 52), 0);
-    assert_true(le64(b + 56) == XXH64(b, 56, 0));
+    assert_true(le64(b + 56) == XXH3_64bits(b, 56));
     /* first section */
     const uint8_t *s = b + 64;
     assert_int_equal(le32(s), 1);
@@ -119,12 +119,12 @@ static void layout_matches_spec(void **state)
     assert_int_equal(le32(s + 28), RNGSNAP_STATE_PHILOX4X32_10);
     assert_int_equal(le32(s + 32), 24);
     assert_memory_equal(s + 36, philox_state, 24);
-    assert_true(le64(s + 60) == XXH64(s, 60, 0));
+    assert_true(le64(s + 60) == XXH3_64bits(s, 60));
     /* trailer */
     const uint8_t *t = b + len - 24;
     assert_memory_equal(t, "RNGSEND\0", 8);
     assert_int_equal(le64(t + 8), len);
-    assert_true(le64(t + 16) == XXH64(b, len - 8, 0));
+    assert_true(le64(t + 16) == XXH3_64bits(b, len - 8));
     free(b);
 }
 
@@ -147,7 +147,7 @@ static void roundtrip_through_file_api(void **state)
     assert_int_equal(h->created_unix, 1700000000);
     assert_int_equal(h->section_count, 3);
     assert_int_equal(h->file_size, len);
-    assert_true(h->file_checksum == XXH64(b, len - 8, 0));
+    assert_true(h->file_checksum == XXH3_64bits(b, len - 8));
     assert_int_equal(rngsnap_file_section_count(f), 3);
 
     const rngsnap_file_section *s = rngsnap_file_section_at(f, 0);
@@ -244,10 +244,10 @@ static void messages_name_the_damage(void **state)
 
 /* Damage that carries valid checksums (a buggy or hostile writer) is
  * still found by the structural checks. */
-static void reseal_header(uint8_t *b) { wle64(b + 56, XXH64(b, 56, 0)); }
+static void reseal_header(uint8_t *b) { wle64(b + 56, XXH3_64bits(b, 56)); }
 static void reseal_file(uint8_t *b, size_t len)
 {
-    wle64(b + len - 8, XXH64(b, len - 8, 0));
+    wle64(b + len - 8, XXH3_64bits(b, len - 8));
 }
 
 static void structure_checked_beyond_checksums(void **state)
@@ -296,7 +296,7 @@ static void structure_checked_beyond_checksums(void **state)
     b = build(&len);
     size_t s1 = rs_fmt_section_size(3, 7, 24);
     wle32(b + 64 + 32, 23);
-    wle64(b + 64 + s1 - 8, XXH64(b + 64, s1 - 8, 0));
+    wle64(b + 64 + s1 - 8, XXH3_64bits(b + 64, s1 - 8));
     reseal_file(b, len);
     assert_int_equal(decode_rc(b, len, err, sizeof err), RNGSNAP_E_CORRUPT);
     free(b);
@@ -304,7 +304,7 @@ static void structure_checked_beyond_checksums(void **state)
     /* a NUL inside a name */
     b = build(&len);
     b[64 + 21] = 0;
-    wle64(b + 64 + s1 - 8, XXH64(b + 64, s1 - 8, 0));
+    wle64(b + 64 + s1 - 8, XXH3_64bits(b + 64, s1 - 8));
     reseal_file(b, len);
     assert_int_equal(decode_rc(b, len, err, sizeof err), RNGSNAP_E_CORRUPT);
     free(b);
@@ -313,7 +313,7 @@ static void structure_checked_beyond_checksums(void **state)
     b = build(&len);
     memcpy(b + 64 + s1 + 20, "default", 7);
     wle32(b + 64 + s1 + 14, 0);
-    wle64(b + 64 + 2 * s1 - 8, XXH64(b + 64 + s1, s1 - 8, 0));
+    wle64(b + 64 + 2 * s1 - 8, XXH3_64bits(b + 64 + s1, s1 - 8));
     reseal_file(b, len);
     assert_int_equal(decode_rc(b, len, err, sizeof err), RNGSNAP_E_CORRUPT);
     assert_non_null(strstr(err, "repeats section 0"));

@@ -505,10 +505,10 @@ static void tamper(const char *from, const char *to, size_t sec,
     else
         for (int i = 0; i < 4; i++)
             st[-8 + i] = (uint8_t)(format >> (8 * i));
-    uint64_t h = XXH64(p, s->size - 8, 0);
+    uint64_t h = XXH3_64bits(p, s->size - 8);
     for (int i = 0; i < 8; i++)
         p[s->size - 8 + i] = (uint8_t)(h >> (8 * i));
-    h = XXH64(b, len - 8, 0);
+    h = XXH3_64bits(b, len - 8);
     for (int i = 0; i < 8; i++)
         b[len - 8 + i] = (uint8_t)(h >> (8 * i));
     rs_fmt_view_free(&v);

@@ -285,13 +285,13 @@ static void bad_paths(void **state)
                      RNGSNAP_E_INVALID);
     uint8_t *buf;
     size_t len;
-    assert_int_equal(rs_store_read(fx->dir, &buf, &len, err, sizeof err),
+    assert_int_equal(rs_store_read(fx->dir, 0, &buf, &len, err, sizeof err),
                      RNGSNAP_E_IO);
-    assert_int_equal(rs_store_read(ct_path(fx->dir, "none"), &buf, &len, err,
+    assert_int_equal(rs_store_read(ct_path(fx->dir, "none"), 0, &buf, &len, err,
                                    sizeof err),
                      RNGSNAP_E_IO);
     assert_non_null(strstr(err, strerror(ENOENT)));
-    assert_int_equal(rs_store_read(fx->path, &buf, &len, err, sizeof err), 0);
+    assert_int_equal(rs_store_read(fx->path, 0, &buf, &len, err, sizeof err), 0);
     assert_int_equal(len, sizeof OLD);
     assert_memory_equal(buf, OLD, len);
     free(buf);
