@@ -9,17 +9,20 @@
 #include <string.h>
 
 #include "cli.h"
+#include "json.h"
 
 static void help(void)
 {
     printf(
-        "usage: rngsnap [-c FILE] backends [-c FILE]\n"
+        "usage: rngsnap [-c FILE] backends [-c FILE] [--json]\n"
         "\n"
         "List every backend of the rng.ini: plugin path and version, state\n"
         "(available, skipped: optional without a device, unavailable:\n"
         "required without a device), the plugin's status line (emulated\n"
         "devices are always marked), the devices with their names and the\n"
         "streams each device carries.\n"
+        "\n"
+        "  --json   one JSON object on stdout instead of the table\n"
         "\n"
         "Exit status: 0 every required backend is available; 1 a required\n"
         "backend is unavailable; 2 usage or config error (bad rng.ini,\n"
@@ -38,13 +41,58 @@ static const char *nz(const char *s, const char *dflt)
     return s && *s ? s : dflt;
 }
 
+static void print_json(rngsnap *ctx, const char *ini, const char *origin)
+{
+    printf("{\n  \"config\": ");
+    json_string(stdout, ini);
+    printf(",\n  \"config_origin\": ");
+    json_string(stdout, origin);
+    printf(",\n  \"stream_count\": %zu,\n  \"backends\": [",
+           rngsnap_stream_count(ctx));
+    size_t nb = rngsnap_backend_count(ctx);
+    for (size_t i = 0; i < nb; i++) {
+        rngsnap_backend_info b;
+        if (rngsnap_backend_get(ctx, i, &b) != RNGSNAP_OK)
+            continue;
+        printf("%s\n    {\"name\": ", i ? "," : "");
+        json_string(stdout, b.name);
+        printf(", \"state\": \"%s\", \"required\": %s, \"available\": %s, "
+               "\"skipped\": %s, \"emulated\": %s,\n     \"plugin_path\": ",
+               state_word(&b), b.required ? "true" : "false",
+               b.available ? "true" : "false", b.skipped ? "true" : "false",
+               b.emulated ? "true" : "false");
+        json_string(stdout, b.plugin_path);
+        printf(", \"version\": ");
+        json_string(stdout, b.version);
+        printf(",\n     \"status\": ");
+        json_string(stdout, b.status);
+        printf(", \"reason\": ");
+        json_string(stdout, b.reason);
+        printf(",\n     \"devices\": [");
+        for (int d = 0; d < b.device_count; d++) {
+            printf("%s", d ? ", " : "");
+            json_string(stdout, rngsnap_backend_device_name(ctx, i, d));
+        }
+        printf("], \"streams\": [");
+        for (size_t k = 0; k < b.stream_names; k++) {
+            printf("%s", k ? ", " : "");
+            json_string(stdout, rngsnap_backend_stream_name(ctx, i, k));
+        }
+        printf("]}");
+    }
+    printf("%s]\n}\n", nb ? "\n  " : "");
+}
+
 int cmd_backends(const cli_globals *g0, int argc, char **argv)
 {
     cli_globals g = *g0;
+    int json = 0;
     for (int i = 1; i < argc; i++) {
         if (cli_is_help(argv[i])) {
             help();
             return CLI_OK;
+        } else if (strcmp(argv[i], "--json") == 0) {
+            json = 1;
         } else if ((strcmp(argv[i], "-c") == 0
                     || strcmp(argv[i], "--config") == 0) && i + 1 < argc) {
             g.config = argv[++i];
@@ -64,6 +112,18 @@ int cmd_backends(const cli_globals *g0, int argc, char **argv)
         return CLI_USAGE;
     }
 
+    if (json) {
+        int missing = 0;
+        for (size_t i = 0; i < rngsnap_backend_count(ctx); i++) {
+            rngsnap_backend_info b;
+            if (rngsnap_backend_get(ctx, i, &b) == RNGSNAP_OK && b.required
+                && !b.available)
+                missing = 1;
+        }
+        print_json(ctx, ini, origin);
+        rngsnap_close(ctx);
+        return missing ? CLI_FAIL : CLI_OK;
+    }
     printf("config: %s (%s)\n\n", ini, origin);
     printf("%-10s %-8s %-11s %7s %7s  %-9s %s\n", "BACKEND", "REQUIRED",
            "STATE", "DEVICES", "STREAMS", "VERSION", "PLUGIN");

@@ -68,6 +68,9 @@ def t_cli():
         args = [sub, "--help"] if sub else ["--help"]
         rc, out, _ = expect_rc(0, *args)
         check("Exit status" in out, f"{' '.join(args)} documents exit codes")
+    rc, out, _ = expect_rc(0, "help", "diff")
+    check(out.startswith("usage: rngsnap diff"), "help diff == diff --help", out)
+    expect_rc(2, "help", "nosuchcommand")
     rc, out, _ = expect_rc(0, "--version")
     check(out.startswith("rngsnap "), "--version prints the version", out)
     expect_rc(2)                                   # no command
@@ -100,6 +103,18 @@ def t_backends():
           rows[0][-1].endswith("rngsnap_cpu.so"),
           "cpu row: 3 streams and the plugin path", out)
     check("default, dropout, augment" in out, "stream names listed", out)
+    rc, out, err = expect_rc(0, "backends", "--json")
+    try:
+        d = json.loads(out)
+        cpu = d["backends"][0]
+        check(d["stream_count"] == 3 and cpu["name"] == "cpu" and
+              cpu["state"] == "available" and cpu["required"] is True and
+              cpu["streams"] == ["default", "dropout", "augment"] and
+              len(cpu["devices"]) == 1 and cpu["reason"] is None and
+              cpu["plugin_path"].endswith("/rngsnap_cpu.so"),
+              "backends --json fields", out)
+    except (ValueError, KeyError, IndexError) as e:
+        check(False, "backends --json is valid JSON with the fields", f"{e}\n{out}")
     # -c, and RNGSNAP_CONFIG, are honoured and -c wins.
     with tempfile.TemporaryDirectory() as tmp:
         bad = os.path.join(tmp, "bad.ini")
@@ -123,6 +138,13 @@ def t_backends():
             check(rc == 0 and hpu and hpu[0][2] == "skipped" and "reason:" in out,
                   "optional backend without a device is shown as skipped "
                   "with its reason", out + err)
+            rc, out, err = run("-c", nodev, "backends", "--json")
+            try:
+                h = [b for b in json.loads(out)["backends"] if b["name"] == "hpu"]
+                check(rc == 0 and h[0]["skipped"] and h[0]["reason"],
+                      "backends --json: skipped with reason", out)
+            except (ValueError, KeyError, IndexError) as e:
+                check(False, "backends --json: skipped with reason", f"{e}\n{out}")
             with open(nodev, "w") as f:
                 f.write(f"[rngsnap]\nplugin_dir = {plugdir}\n"
                         "[backend.hpu]\nplugin = rngsnap_hpu\n")
