@@ -312,6 +312,40 @@ static void long_name(void **state)
     assert_false(tmp);
 }
 
+/* End to end through rngsnap_save: a failing fsync leaves the previous
+ * checkpoint in place, loadable, and no temporary file. */
+static void save_failure_keeps_previous_checkpoint(void **state)
+{
+    fixture *fx = *state;
+    const char *ini = ct_write_ini(fx->dir, "rng.ini",
+                                   "[backend.multidev]\n"
+                                   "plugin = rngsnap_multidev\n"
+                                   "streams = a, b\ndevices = 2\n");
+    rngsnap *ctx = ct_open(ini, 0);
+    const char *ck = ct_path(fx->dir, "run.ckpt");
+    assert_int_equal(rngsnap_seed_all(ctx, 1), 0);
+    assert_int_equal(rngsnap_save(ctx, ck, 0), 0);
+    size_t len1, len2;
+    uint8_t *first = ct_read(ck, &len1);
+    free(ct_draw_all(ctx, 10));
+    reset();
+    fsync_fail_at = 1;
+    assert_int_equal(rngsnap_save(ctx, ck, RNGSNAP_SAVE_REPLACE),
+                     RNGSNAP_E_IO);
+    if (!strstr(rngsnap_errmsg(ctx), "run.ckpt"))
+        fail_msg("message lacks the path: %s", rngsnap_errmsg(ctx));
+    uint8_t *now = ct_read(ck, &len2);
+    assert_int_equal(len1, len2);
+    assert_memory_equal(first, now, len1);
+    int tmp;
+    ct_count_entries(fx->dir, &tmp);
+    assert_false(tmp);
+    assert_int_equal(rngsnap_load(ctx, ck, 0), 0);
+    free(first);
+    free(now);
+    rngsnap_close(ctx);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -330,6 +364,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(no_sync_skips_fsync, setup, teardown),
         cmocka_unit_test_setup_teardown(bad_paths, setup, teardown),
         cmocka_unit_test_setup_teardown(long_name, setup, teardown),
+        cmocka_unit_test_setup_teardown(save_failure_keeps_previous_checkpoint,
+                                        setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
