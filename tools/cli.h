@@ -36,6 +36,10 @@ typedef struct cli_command {
  * "build tree", "installed default").  Never NULL. */
 const char *cli_config_path(const cli_globals *g, const char **origin);
 
+/* After a failed rngsnap_open: print the library's message and, when the
+ * file was not chosen explicitly, how it was chosen. */
+void cli_open_failed(const char *cmd, const char *ini, const char *origin);
+
 /* Print "rngsnap CMD: message" to stderr. */
 void cli_err(const char *cmd, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));

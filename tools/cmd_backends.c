@@ -108,7 +108,7 @@ int cmd_backends(const cli_globals *g0, int argc, char **argv)
     rngsnap *ctx = NULL;
     int rc = rngsnap_open(&ctx, ini, RNGSNAP_PROBE_ONLY);
     if (rc != RNGSNAP_OK) {
-        cli_err("backends", "%s: %s", ini, rngsnap_errmsg(NULL));
+        cli_open_failed("backends", ini, origin);
         return CLI_USAGE;
     }
 

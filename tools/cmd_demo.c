@@ -305,7 +305,7 @@ static int preflight(const char *ini, const char *origin, size_t *nstreams)
     rngsnap *ctx;
     int rc = rngsnap_open(&ctx, ini, 0);
     if (rc != RNGSNAP_OK) {
-        cli_err("demo", "%s", rngsnap_errmsg(NULL));
+        cli_open_failed("demo", ini, origin);
         return -1;
     }
     printf("config: %s (%s)\n", ini, origin);

@@ -6,6 +6,7 @@
  * build works before anything is installed); the installed default.
  */
 #include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -52,4 +53,18 @@ const char *cli_config_path(const cli_globals *g, const char **origin)
     }
     *origin = "installed default";
     return RNGSNAP_DEFAULT_INI;
+}
+
+void cli_open_failed(const char *cmd, const char *ini, const char *origin)
+{
+    /* The library's message names the file (and line) already. */
+    cli_err(cmd, "%s", rngsnap_errmsg(NULL));
+    const char *why = strcmp(origin, "RNGSNAP_CONFIG") == 0
+                          ? "set by RNGSNAP_CONFIG"
+                      : strcmp(origin, "build tree") == 0
+                          ? "the build tree's rng.ini"
+                          : "the installed default";
+    if (strcmp(origin, "-c") != 0)
+        fprintf(stderr, "rngsnap %s: no -c given, so %s is %s; pass -c FILE "
+                "to use another (see rngsnap --help)\n", cmd, ini, why);
 }
