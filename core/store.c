@@ -78,7 +78,7 @@ static int open_temp(const char *path, size_t base_off, char *tmp,
     static atomic_uint counter;
     /* A forked child may share the cached pid and counter with its
      * parent: the nanoseconds differ, and O_EXCL settles any clash. */
-    static pid_t pid;
+    static atomic_int pid;
     const char *base = path + base_off;
     int baselen = (int)strlen(base);
     if (baselen > TMP_BASE_MAX)
@@ -87,10 +87,10 @@ static int open_temp(const char *path, size_t base_off, char *tmp,
         struct timespec ts;
         clock_gettime(CLOCK_MONOTONIC, &ts);
         unsigned c = atomic_fetch_add(&counter, 1u);
-        if (!pid) /* cached: getpid() is a system call per save */
-            pid = getpid();
+        if (!atomic_load(&pid)) /* cached: getpid() is a system call */
+            atomic_store(&pid, (int)getpid());
         int n = snprintf(tmp, tmplen, "%.*s.%.*s.tmp-%ld-%u-%lx",
-                         (int)base_off, path, baselen, base, (long)pid,
+                         (int)base_off, path, baselen, base, (long)atomic_load(&pid),
                          c, (unsigned long)ts.tv_nsec);
         if (n < 0 || (size_t)n >= tmplen) {
             errno = ENAMETOOLONG;
