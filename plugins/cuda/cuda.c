@@ -8,6 +8,7 @@
  */
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <dlfcn.h>
 
 #include "devicekit.h"
@@ -19,6 +20,17 @@ typedef int (*cu_device_get_count_fn)(int *count);
 typedef int (*cu_device_get_fn)(int *device, int ordinal);
 typedef int (*cu_device_get_name_fn)(char *name, int len, int device);
 typedef int (*cu_get_error_name_fn)(int err, const char **name);
+typedef int (*cu_ctx_get_current_fn)(void **ctx);
+typedef int (*cu_ctx_set_current_fn)(void *ctx);
+
+/* Kept from the probe: the driver's current-context calls, so that a fill
+ * (whose cudaSetDevice makes device N's primary context current) can give
+ * the calling thread back the context it had: the app's own CUDA runtime
+ * must not find itself on another device. */
+typedef struct cuda_state {
+    cu_ctx_get_current_fn ctx_get;
+    cu_ctx_set_current_fn ctx_set;
+} cuda_state;
 
 #define CUDA_ERROR_NO_DEVICE 100
 
@@ -70,6 +82,18 @@ static void cuda_probe(dk_probe *p)
         snprintf(p->name[i], DK_NAME_LEN, "cuda%d (%s)", i, dn);
     }
     p->count = n;
+    cuda_state *st = calloc(1, sizeof *st);
+    if (st != NULL) {
+        st->ctx_get = (cu_ctx_get_current_fn)dlsym(lib, "cuCtxGetCurrent");
+        st->ctx_set = (cu_ctx_set_current_fn)dlsym(lib, "cuCtxSetCurrent");
+    }
+    p->vendor_state = st;
+}
+
+static void cuda_release(dk_probe *p)
+{
+    free(p->vendor_state); /* the driver itself stays loaded */
+    p->vendor_state = NULL;
 }
 
 #if RNGSNAP_HAVE_CUDA
@@ -80,10 +104,16 @@ int rs_cuda_fill(int device, uint64_t seed, uint64_t subsequence,
 static int cuda_fill(const dk_fill *f)
 {
     char err[256];
-    if (rs_cuda_fill(f->device, f->pos.seed, f->pos.subsequence,
+    const cuda_state *st = f->vendor_state;
+    void *prev = NULL;
+    int have_prev = st != NULL && st->ctx_get != NULL && st->ctx_set != NULL
+                    && st->ctx_get(&prev) == 0 && prev != NULL;
+    int rc = rs_cuda_fill(f->device, f->pos.seed, f->pos.subsequence,
                      f->pos.offset, (int)f->dist, f->out, f->n,
-                     philox_words_for(f->dist, f->n), err, sizeof err)
-        != 0) {
+                     philox_words_for(f->dist, f->n), err, sizeof err);
+    if (have_prev)
+        st->ctx_set(prev);
+    if (rc != 0) {
         f->host->error(f->host, "cuda%d: %s", f->device, err);
         return RNGSNAP_E_BACKEND;
     }
@@ -98,6 +128,7 @@ static const dk_vendor cuda_vendor = {
     .library = "libcuda.so.1",
     .device_prefix = "cuda",
     .probe = cuda_probe,
+    .release = cuda_release,
 #if RNGSNAP_HAVE_CUDA
     .fill = cuda_fill,
 #else
