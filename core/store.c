@@ -255,7 +255,9 @@ int rs_store_read(const char *path, size_t hint, uint8_t **buf, size_t *len,
     /* Fast path: the caller's expected size plus one byte.  A regular
      * file's read() returns less than asked only at its end, so a short
      * read is the whole file: open, read, close and nothing else. */
-    size_t cap = (hint ? hint : 4096) + 1, got = 0;
+    if (hint == 0 || hint > RS_FMT_FILE_MAX)
+        hint = 4096; /* unknown or absurd: start small, measure below */
+    size_t cap = hint + 1, got = 0;
     uint8_t *p = malloc(cap);
     if (!p) {
         rc = say(err, errlen, RNGSNAP_E_NOMEM,
