@@ -297,6 +297,31 @@ static void bad_paths(void **state)
     free(buf);
 }
 
+/* Reads are whole whatever the hint: smaller, exact, larger, none. */
+static void read_with_any_hint(void **state)
+{
+    fixture *fx = *state;
+    size_t n = 100000;
+    uint8_t *data = malloc(n);
+    for (size_t i = 0; i < n; i++)
+        data[i] = (uint8_t)(i * 7 + (i >> 8));
+    const char *p = ct_path(fx->dir, "big.bin");
+    ct_write(p, data, n);
+    size_t hints[] = {0, 1, 100, n - 1, n, n + 1, 5 * n};
+    char err[512];
+    for (size_t h = 0; h < sizeof hints / sizeof *hints; h++) {
+        uint8_t *buf;
+        size_t len;
+        assert_int_equal(rs_store_read(p, hints[h], &buf, &len, err,
+                                       sizeof err),
+                         0);
+        assert_int_equal(len, n);
+        assert_memory_equal(buf, data, n);
+        free(buf);
+    }
+    free(data);
+}
+
 /* A long target name still gets a temporary name within NAME_MAX. */
 static void long_name(void **state)
 {
@@ -364,6 +389,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(no_sync_skips_fsync, setup, teardown),
         cmocka_unit_test_setup_teardown(bad_paths, setup, teardown),
         cmocka_unit_test_setup_teardown(long_name, setup, teardown),
+        cmocka_unit_test_setup_teardown(read_with_any_hint, setup, teardown),
         cmocka_unit_test_setup_teardown(save_failure_keeps_previous_checkpoint,
                                         setup, teardown),
     };
