@@ -204,7 +204,7 @@ typedef struct rngsnap_file_header {
     int64_t created_unix;     /* seconds since the epoch (UTC) */
     uint32_t section_count;
     uint64_t file_size;
-    uint64_t file_checksum;   /* XXH64 of the file, see docs/format.md */
+    uint64_t file_checksum;   /* XXH3-64 of the file, see docs/format.md */
 } rngsnap_file_header;
 
 typedef struct rngsnap_file_section {
