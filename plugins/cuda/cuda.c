@@ -130,6 +130,7 @@ static const dk_vendor cuda_vendor = {
     .probe = cuda_probe,
     .release = cuda_release,
 #if RNGSNAP_HAVE_CUDA
+    .memory = RNGSNAP_MEMORY_DEVICE,
     .fill = cuda_fill,
 #else
     .build_note = "built without GPU support (no nvcc): generates into "

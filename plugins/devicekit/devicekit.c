@@ -103,6 +103,12 @@ static int dk_read_options(dk_ctx *c)
     return RNGSNAP_OK;
 }
 
+static int dk_on_device(const dk_ctx *c)
+{
+    return c->emulate == 0 && c->vendor->memory == RNGSNAP_MEMORY_DEVICE
+           && c->vendor->fill != NULL;
+}
+
 /* ---- status ------------------------------------------------------------ */
 
 static void dk_append(char *buf, size_t len, const char *fmt, ...)
@@ -133,7 +139,7 @@ static void dk_make_status(dk_ctx *c)
         dk_append(s, DK_STATUS_LEN, "%d device%s via %s, output in %s "
                   "memory", c->probe.count,
                   c->probe.count == 1 ? "" : "s", v->runtime,
-                  v->fill != NULL ? "device" : "host");
+                  dk_on_device(c) ? "device" : "host");
     } else {
         dk_append(s, DK_STATUS_LEN, "0 devices: %s", c->probe.reason);
     }
@@ -228,11 +234,6 @@ static const char *dk_status(void *bctx)
 static int dk_emulated(void *bctx)
 {
     return ((dk_ctx *)bctx)->emulate > 0;
-}
-
-static int dk_on_device(const dk_ctx *c)
-{
-    return c->emulate == 0 && c->vendor->fill != NULL;
 }
 
 static int dk_stream_open(void *bctx, int device, const char *name,

@@ -58,9 +58,12 @@ typedef struct dk_vendor {
      * with a reason a person can act on. */
     void (*probe)(dk_probe *p);
     void (*release)(dk_probe *p);   /* optional */
-    /* Optional: generate into device memory on a real device.  NULL: the
-     * backend generates into host memory (rngsnap_reserve feeds the app's
-     * own device kernels). */
+    /* Where a real (not emulated) device's streams write: DEVICE needs
+     * fill; HOST (0, the default) generates on the host, and
+     * rngsnap_reserve feeds the app's own device kernels.  Emulated
+     * devices always write host memory. */
+    rngsnap_memory memory;
+    /* Generate into device memory on a real device (memory DEVICE). */
     int (*fill)(const dk_fill *f);
     /* Optional note added to the status line, e.g. "built without GPU
      * support". */
