@@ -98,7 +98,7 @@ static void px_words(px_fill_fn fill, const rngsnap_philox *p, uint64_t off,
     }
 }
 
-#define PX_SLOW_WORDS 1024 /* words per batch of the general path */
+#define PX_SLOW_WORDS 512 /* words per batch of the general path */
 
 /* The general path: nvals values from word offset off (a unit boundary
  * or not), through a word buffer.  A last partial unit (an odd count of

@@ -15,13 +15,16 @@ void px_fill_scalar(rngsnap_dist dist, const px_ctr *c, void *out,
     char *o = out;
     while (nblocks > 0) {
         size_t nb = nblocks < PX_SCALAR_CHUNK ? nblocks : PX_SCALAR_CHUNK;
+        /* words go straight to out for U32/U64, else through w */
+        uint32_t *dst = dist <= RNGSNAP_U64 ? (uint32_t *)(void *)o : w;
         for (size_t b = 0; b < nb; b++, block++) {
             uint32_t ctr[4] = {(uint32_t)block, (uint32_t)(block >> 32),
                                (uint32_t)c->subseq,
                                (uint32_t)(c->subseq >> 32)};
-            px_block(ctr, c->key, &w[4 * b]);
+            px_block(ctr, c->key, &dst[4 * b]);
         }
-        px_convert_loop(dist, w, o, nb);
+        if (dst == w)
+            px_convert_loop(dist, w, o, nb);
         o += nb * 16; /* every dist: 16 bytes of output per block */
         nblocks -= nb;
     }

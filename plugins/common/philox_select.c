@@ -39,7 +39,7 @@ int philox_isa_supported(philox_isa isa)
         return 1;
 #if defined(__x86_64__) || defined(__i386__)
     case PHILOX_ISA_AVX2:
-        return __builtin_cpu_supports("avx2");
+        return __builtin_cpu_supports("avx2") != 0;
     case PHILOX_ISA_AVX512:
         return __builtin_cpu_supports("avx512f") &&
                __builtin_cpu_supports("avx512dq") &&
@@ -54,10 +54,13 @@ int philox_isa_supported(philox_isa isa)
 static pthread_once_t px_once = PTHREAD_ONCE_INIT;
 static philox_isa px_default = PHILOX_ISA_SCALAR;
 static char px_env_error[160]; /* empty: the variable is fine */
+static unsigned char px_ok[PHILOX_ISA_COUNT]; /* supported, cached */
 
 static void px_select_init(void)
 {
     __builtin_cpu_init();
+    for (int i = 0; i < PHILOX_ISA_COUNT; i++)
+        px_ok[i] = philox_isa_supported((philox_isa)i) != 0;
     const char *v = getenv("RNGSNAP_PHILOX_ISA");
     int want = (v == NULL || *v == '\0') ? PHILOX_ISA_AUTO
                                          : philox_isa_parse(v);
@@ -102,7 +105,7 @@ int philox_isa_resolve(philox_isa want, philox_isa *out, const char **why)
         return RNGSNAP_E_CONFIG;
     }
     pthread_once(&px_once, px_select_init);
-    if (!philox_isa_supported(want)) {
+    if (!px_ok[want]) {
         if (why != NULL)
             *why = "this processor does not support the requested ISA path";
         return RNGSNAP_E_CONFIG;

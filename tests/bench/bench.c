@@ -1,0 +1,331 @@
+/*
+ * bench.c - rngsnap-bench: the cpu fill side by side with memset, the
+ * straightforward Philox loop, cuRAND's host generator and the thread
+ * pool; then (bench_api.c) open, one draw through a handle, save and load.
+ * Prints a table and one JSON line per figure ("--json": JSON only).
+ * Usage: rngsnap-bench [--quick] [--json] [--runs N]
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "bench.h"
+#include "philox.h"
+#include "philox_isa.h"
+#include "stub_host.h"
+
+bench_cfg B = {0, 5, 0.1, 0};
+
+double bench_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+double bench_time(void (*fn)(void *), void *arg)
+{
+    double t[64];
+    int runs = B.runs < 64 ? B.runs : 64;
+    fn(arg); /* warm up: page faults, caches, lazy binding */
+    for (int r = 0; r < runs; r++) {
+        long reps = 0;
+        double t0 = bench_now(), t1;
+        do {
+            fn(arg);
+            reps++;
+            t1 = bench_now();
+        } while (t1 - t0 < B.min_s);
+        t[r] = (t1 - t0) / (double)reps;
+    }
+    qsort(t, (size_t)runs, sizeof t[0], cmp_double);
+    return t[runs / 2];
+}
+
+void bench_section(const char *title)
+{
+    if (!B.json_only)
+        printf("\n== %s\n", title);
+}
+
+void bench_row(const char *bench, const char *fields, const char *text)
+{
+    if (!B.json_only)
+        printf("%s\n", text);
+    printf("{\"bench\":\"%s\",%s}\n", bench, fields);
+    fflush(stdout);
+}
+
+void bench_note(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    if (B.json_only) {
+        char msg[512];
+        vsnprintf(msg, sizeof msg, fmt, ap);
+        for (char *p = msg; *p; p++)
+            if (*p == '"' || *p == '\\')
+                *p = '\'';
+        printf("{\"bench\":\"note\",\"text\":\"%s\"}\n", msg);
+    } else {
+        printf("   note: ");
+        vprintf(fmt, ap);
+        printf("\n");
+    }
+    va_end(ap);
+}
+
+/* ---- the fill --------------------------------------------------------- */
+
+static const char *const dist_names[RNGSNAP_DIST_COUNT] = {
+    "u32", "u64", "f32", "f64", "normal_f32", "normal_f64"};
+
+typedef struct fill_job {
+    void *buf;
+    size_t bytes;
+    rngsnap_dist dist;
+    philox_isa isa;
+    rngsnap_philox pos;
+    int curand_what;
+    const rngsnap_backend *be;
+    void *stream;
+} fill_job;
+
+static void run_memset(void *a)
+{
+    fill_job *j = a;
+    memset(j->buf, 0x5a, j->bytes);
+}
+
+static void run_engine(void *a)
+{
+    fill_job *j = a;
+    size_t n = j->bytes / philox_value_size(j->dist);
+    if (philox_generate_isa(&j->pos, j->dist, j->buf, n, j->isa) != 0)
+        abort();
+}
+
+static void run_ref_project(void *a)
+{
+    fill_job *j = a;
+    bench_ref_fill_project(j->pos.seed, 0, j->pos.offset / 4, j->buf,
+                           j->bytes / 16);
+    j->pos.offset += j->bytes / 4;
+}
+
+static void run_ref_native(void *a)
+{
+    fill_job *j = a;
+    bench_ref_fill_native(j->pos.seed, 0, j->pos.offset / 4, j->buf,
+                          j->bytes / 16);
+    j->pos.offset += j->bytes / 4;
+}
+
+static void run_curand(void *a)
+{
+    fill_job *j = a;
+    size_t vs = j->curand_what == 2 ? 8 : 4;
+    if (bench_curand_fill(j->curand_what, j->buf, j->bytes / vs) != 0)
+        abort();
+}
+
+static void run_plugin(void *a)
+{
+    fill_job *j = a;
+    size_t n = j->bytes / philox_value_size(j->dist);
+    if (j->be->generate(j->stream, j->dist, j->buf, n) != 0)
+        abort();
+}
+
+static double gbps(size_t bytes, double s)
+{
+    return (double)bytes / s * 1e-9;
+}
+
+static void size_label(size_t bytes, char *buf, size_t len)
+{
+    if (bytes >= (1u << 20))
+        snprintf(buf, len, "%zu MiB", bytes >> 20);
+    else
+        snprintf(buf, len, "%zu KiB", bytes >> 10);
+}
+
+static void fill_row(const char *impl, const char *path, const char *dist,
+                     size_t bytes, double s, double memset_s)
+{
+    char lab[32], fields[256], text[256];
+    size_label(bytes, lab, sizeof lab);
+    snprintf(fields, sizeof fields,
+             "\"impl\":\"%s\",\"path\":\"%s\",\"dist\":\"%s\",\"bytes\":%zu,"
+             "\"threads\":1,\"gbps\":%.3f,\"vs_memset\":%.3f",
+             impl, path, dist, bytes, gbps(bytes, s), memset_s / s);
+    snprintf(text, sizeof text, "%9s  %-22s %-11s %8.2f GB/s  %5.2fx memset",
+             lab, impl, dist, gbps(bytes, s), memset_s / s);
+    bench_row("fill", fields, text);
+}
+
+static void bench_fill(void *buf)
+{
+    static const size_t full[] = {4096, 65536, 1 << 20, 16 << 20, 64 << 20,
+                                  256 << 20};
+    static const size_t quick[] = {4096, 65536, 1 << 20, 16 << 20};
+    const size_t *sizes = B.quick ? quick : full;
+    size_t nsizes = B.quick ? 4 : 6;
+
+    char why[256];
+    int have_curand = bench_curand_load(why, sizeof why) == 0;
+    philox_isa best;
+    philox_isa_resolve(PHILOX_ISA_AUTO, &best, NULL);
+
+    bench_section("fill, one thread (GB/s of output; median of runs)");
+    if (!have_curand)
+        bench_note("cuRAND host generator skipped: %s", why);
+    for (size_t si = 0; si < nsizes; si++) {
+        size_t bytes = sizes[si];
+        fill_job j = {.buf = buf, .bytes = bytes, .pos = {1234, 0, 0}};
+        double ms = bench_time(run_memset, &j);
+        fill_row("memset", "libc", "-", bytes, ms, ms);
+
+        double t_u32 = 0;
+        for (int d = 0; d < RNGSNAP_DIST_COUNT; d++) {
+            j.dist = (rngsnap_dist)d;
+            j.isa = PHILOX_ISA_AUTO;
+            double t = bench_time(run_engine, &j);
+            if (d == RNGSNAP_U32)
+                t_u32 = t;
+            char impl[64];
+            snprintf(impl, sizeof impl, "rngsnap %s", philox_isa_name(best));
+            fill_row(impl, philox_isa_name(best), dist_names[d], bytes, t, ms);
+        }
+        for (int isa = PHILOX_ISA_SCALAR; isa < PHILOX_ISA_COUNT; isa++) {
+            if (isa == (int)best || !philox_isa_supported((philox_isa)isa))
+                continue;
+            j.dist = RNGSNAP_U32;
+            j.isa = (philox_isa)isa;
+            char impl[64];
+            snprintf(impl, sizeof impl, "rngsnap %s", philox_isa_name(j.isa));
+            fill_row(impl, philox_isa_name(j.isa), "u32", bytes,
+                     bench_time(run_engine, &j), ms);
+        }
+        double t_ref = bench_time(run_ref_project, &j);
+        fill_row("reference loop", "project flags", "u32", bytes, t_ref, ms);
+        double t_nat = bench_time(run_ref_native, &j);
+        fill_row("reference loop native", "-O3 -march=native", "u32", bytes,
+                 t_nat, ms);
+        double t_cr = 0;
+        if (have_curand) {
+            static const char *const cr_names[] = {"u32", "f32", "f64",
+                                                   "normal_f32"};
+            for (int w = 0; w < 4; w++) {
+                j.curand_what = w;
+                double t = bench_time(run_curand, &j);
+                if (w == 0)
+                    t_cr = t;
+                fill_row("cuRAND host", "curandGenerate*", cr_names[w], bytes,
+                         t, ms);
+            }
+        }
+        char fields[320], text[320];
+        snprintf(fields, sizeof fields,
+                 "\"bytes\":%zu,\"u32_vs_memset\":%.3f,\"u32_vs_ref\":%.3f,"
+                 "\"u32_vs_ref_native\":%.3f,\"u32_vs_curand\":%.3f",
+                 bytes, ms / t_u32, t_ref / t_u32, t_nat / t_u32,
+                 t_cr > 0 ? t_cr / t_u32 : 0.0);
+        snprintf(text, sizeof text,
+                 "%11s  ratios: u32 = %.2fx memset, %.2fx reference loop, "
+                 "%.2fx native loop, %s%.2fx cuRAND",
+                 "", ms / t_u32, t_ref / t_u32, t_nat / t_u32,
+                 t_cr > 0 ? "" : "(no) ", t_cr > 0 ? t_cr / t_u32 : 0.0);
+        bench_row("fill_ratios", fields, text);
+    }
+}
+
+/* Two threads against one, through the cpu plugin's own pool. */
+static void bench_threads(void *buf)
+{
+    bench_section("cpu plugin, threads (64 MiB)");
+    const rngsnap_backend *be = stub_load_plugin("cpu");
+    if (be == NULL) {
+        bench_note("cpu plugin not found (set RNGSNAP_PLUGIN_BUILD_DIR)");
+        return;
+    }
+    size_t bytes = 64u << 20;
+    rngsnap_dist dists[] = {RNGSNAP_U32, RNGSNAP_F32, RNGSNAP_NORMAL_F32};
+    for (size_t d = 0; d < 3; d++) {
+        double t1 = 0;
+        for (int th = 1; th <= 2; th++) {
+            stub_option o[] = {{"threads", th == 1 ? "1" : "2", 1}};
+            stub_host h;
+            stub_host_init(&h, "cpu", o, 1);
+            void *bctx, *s;
+            if (be->open(&h.host, &bctx) != 0 ||
+                be->stream_open(bctx, 0, "bench", &s) != 0) {
+                bench_note("cpu plugin open failed: %s", h.error);
+                return;
+            }
+            fill_job j = {.buf = buf, .bytes = bytes, .dist = dists[d],
+                          .be = be, .stream = s};
+            double t = bench_time(run_plugin, &j);
+            if (th == 1)
+                t1 = t;
+            char fields[256], text[256];
+            snprintf(fields, sizeof fields,
+                     "\"impl\":\"cpu plugin\",\"dist\":\"%s\",\"bytes\":%zu,"
+                     "\"threads\":%d,\"gbps\":%.3f,\"speedup\":%.3f",
+                     dist_names[dists[d]], bytes, th, gbps(bytes, t), t1 / t);
+            snprintf(text, sizeof text,
+                     "%9s  %-22s %-11s %8.2f GB/s  %d thread%s, %.2fx one",
+                     "64 MiB", "cpu plugin", dist_names[dists[d]],
+                     gbps(bytes, t), th, th == 1 ? " " : "s", t1 / t);
+            bench_row("threads", fields, text);
+            be->stream_close(s);
+            be->close(bctx);
+        }
+    }
+}
+
+int main(int argc, char **argv)
+{
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--quick") == 0) {
+            B.quick = 1;
+            B.runs = 3;
+            B.min_s = 0.01;
+        } else if (strcmp(argv[i], "--json") == 0) {
+            B.json_only = 1;
+        } else if (strcmp(argv[i], "--runs") == 0 && i + 1 < argc) {
+            B.runs = atoi(argv[++i]);
+            if (B.runs < 1)
+                B.runs = 1;
+        } else {
+            fprintf(stderr, "usage: %s [--quick] [--json] [--runs N]\n",
+                    argv[0]);
+            return 2;
+        }
+    }
+    /* the cpu plugin for the threads section: the build's, unless set */
+    setenv("RNGSNAP_PLUGIN_BUILD_DIR", RNGSNAP_PLUGIN_BUILD_DIR_DEFAULT, 0);
+    size_t cap = B.quick ? (16u << 20) : (256u << 20);
+    void *buf = aligned_alloc(4096, cap);
+    if (buf == NULL) {
+        fprintf(stderr, "cannot allocate %zu bytes\n", cap);
+        return 1;
+    }
+    memset(buf, 1, cap); /* fault every page in before timing */
+    if (!B.json_only)
+        printf("rngsnap-bench%s: median of %d runs, each >= %.0f ms\n",
+               B.quick ? " --quick" : "", B.runs, B.min_s * 1e3);
+    bench_fill(buf);
+    bench_threads(buf);
+    bench_api();
+    free(buf);
+    return 0;
+}

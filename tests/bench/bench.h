@@ -1,0 +1,52 @@
+/*
+ * bench.h - shared pieces of rngsnap-bench: timing (median of runs),
+ * result rows (a human table and one JSON line each), and the parts that
+ * live in their own files.
+ */
+#ifndef RNGSNAP_BENCH_H
+#define RNGSNAP_BENCH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct bench_cfg {
+    int quick;      /* --quick: few sizes, short runs              */
+    int runs;       /* runs per measurement (median reported)      */
+    double min_s;   /* each run repeats the operation this long    */
+    int json_only;  /* --json: JSON lines only                     */
+} bench_cfg;
+
+extern bench_cfg B;
+
+double bench_now(void);
+/* Median seconds per call of fn(arg) over B.runs runs, each run
+ * repeating fn until B.min_s has passed (or at least once). */
+double bench_time(void (*fn)(void *), void *arg);
+
+/* Print a section header (table only). */
+void bench_section(const char *title);
+/* One result: a table row and a JSON line.  fields is a JSON fragment
+ * ("\"dist\":\"u32\",...") without braces; text is the table row. */
+void bench_row(const char *bench, const char *fields, const char *text);
+void bench_note(const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 1, 2)))
+#endif
+    ;
+
+/* The straightforward Philox4x32-10 loop (bench_ref.c), built twice. */
+void bench_ref_fill_project(uint64_t seed, uint64_t sub, uint64_t block,
+                            uint32_t *out, size_t nblocks);
+void bench_ref_fill_native(uint64_t seed, uint64_t sub, uint64_t block,
+                           uint32_t *out, size_t nblocks);
+
+/* cuRAND's host generator through dlopen (bench_curand.c). */
+int bench_curand_load(char *why, size_t len);
+/* 0 on success; dist 0 = curandGenerate (u32), 1 = GenerateUniform (f32),
+ * 2 = GenerateUniformDouble, 3 = GenerateNormal (f32). */
+int bench_curand_fill(int what, void *out, size_t n);
+
+/* Parts through the public API (bench_api.c). */
+void bench_api(void);
+
+#endif
