@@ -12,7 +12,10 @@
 
 #include "devicekit.h"
 
-/* synStatus is an enum whose synSuccess is 0 (habanalabs/synapse_api.h). */
+/* synStatus (habanalabs/synapse_api_types.h): synSuccess is 0; a second
+ * synInitialize returns synAlreadyInitialized when the app set
+ * HABANA_DISABLE_DOUBLE_SYN_INITIALIZE, which is fine for us. */
+#define HPU_SYN_ALREADY_INITIALIZED 29
 typedef int (*syn_initialize_fn)(void);
 typedef int (*syn_device_get_count_fn)(uint32_t *count);
 
@@ -30,7 +33,7 @@ static void hpu_probe(dk_probe *p)
         return;
     }
     int st = ((syn_initialize_fn)fn[0])();
-    if (st != 0) {
+    if (st != 0 && st != HPU_SYN_ALREADY_INITIALIZED) {
         dk_reason(p, "SynapseAI present (%s), synInitialize failed with "
                   "synStatus %d: is the habanalabs driver loaded?",
                   p->library, st);

@@ -5,7 +5,7 @@
  * that machines without the hardware cannot reach otherwise.  Devices and
  * names from the runtime, "driver present, no devices", an init failure
  * named by its entry point, emulation winning over real devices (and
- * saying so), ACL already initialised, Level Zero non-GPU devices left
+ * saying so), ACL/SynapseAI already initialised, Level Zero non-GPU devices left
  * out.  Public API only.
  *
  * usage: matrix_fakert FAKE_CUDA FAKE_SYNAPSE FAKE_ZE FAKE_ACL HAVE_CUDA
@@ -192,18 +192,23 @@ static void test_emulation_wins(void **state)
     }
 }
 
-/* ACL initialised by the app before us: accepted. */
-static void test_acl_already_initialised(void **state)
+/* Runtime initialised by the app before us: "already initialised" is
+ * accepted (ACL_ERROR_REPEAT_INITIALIZE, synAlreadyInitialized). */
+static void test_already_initialised(void **state)
 {
     (void)state;
-    set_fake("3", "100002");
-    int rc;
-    rngsnap *ctx = open_one(&vendors[3], 1, 0, &rc);
-    assert_int_equal(rc, RNGSNAP_OK);
-    rngsnap_backend_info bi;
-    info(ctx, &bi);
-    assert_int_equal(bi.device_count, 3);
-    rngsnap_close(ctx);
+    static const struct { size_t v; const char *code; } cases[] = {
+        {3, "100002"}, {1, "29"}};
+    for (size_t i = 0; i < 2; i++) {
+        set_fake("3", cases[i].code);
+        int rc;
+        rngsnap *ctx = open_one(&vendors[cases[i].v], 1, 0, &rc);
+        assert_int_equal(rc, RNGSNAP_OK);
+        rngsnap_backend_info bi;
+        info(ctx, &bi);
+        assert_int_equal(bi.device_count, 3);
+        rngsnap_close(ctx);
+    }
 }
 
 static int setup(void **state)
@@ -239,7 +244,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_driver_no_devices),
         cmocka_unit_test(test_init_fails),
         cmocka_unit_test(test_emulation_wins),
-        cmocka_unit_test(test_acl_already_initialised),
+        cmocka_unit_test(test_already_initialised),
     };
     return cmocka_run_group_tests_name("matrix_fakert", tests, setup,
                                        teardown);
