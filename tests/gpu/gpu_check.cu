@@ -120,6 +120,8 @@ static size_t first_diff(const void *a, const void *b, size_t n, size_t sz)
 {
     const unsigned char *x = (const unsigned char *)a,
                         *y = (const unsigned char *)b;
+    if (memcmp(x, y, n * sz) == 0) /* the common case, fast */
+        return n;
     for (size_t i = 0; i < n; i++)
         if (memcmp(x + i * sz, y + i * sz, sz) != 0)
             return i;
