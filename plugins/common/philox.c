@@ -98,6 +98,49 @@ static void px_words(px_fill_fn fill, const rngsnap_philox *p, uint64_t off,
     }
 }
 
+/* Convert units whole units of words in w, writing the first vals values
+ * (vals < units * values only for an odd count of normals). */
+static void px_convert_units(rngsnap_dist dist, const uint32_t *w,
+                             size_t units, char *out, size_t vals)
+{
+    const px_unit *u = &px_units[dist];
+    for (size_t i = 0; i < units; i++) {
+        const uint32_t *x = w + i * u->words;
+        char *o = out + i * u->values * u->size;
+        size_t keep = vals - i * u->values;
+        if (keep > u->values)
+            keep = u->values;
+        switch (dist) {
+        case RNGSNAP_U32:
+        case RNGSNAP_U64:
+            memcpy(o, x, u->size);
+            break;
+        case RNGSNAP_F32: {
+            float f = px_u32_to_f32(x[0]);
+            memcpy(o, &f, 4);
+            break;
+        }
+        case RNGSNAP_F64: {
+            double d = px_u64_to_f64(px_words_to_u64(x[0], x[1]));
+            memcpy(o, &d, 8);
+            break;
+        }
+        case RNGSNAP_NORMAL_F32: {
+            float z[2];
+            px_normal_f32(x[0], x[1], &z[0], &z[1]);
+            memcpy(o, z, keep * 4);
+            break;
+        }
+        case RNGSNAP_NORMAL_F64: {
+            double z[2];
+            px_normal_f64(x[0], x[1], x[2], x[3], &z[0], &z[1]);
+            memcpy(o, z, keep * 8);
+            break;
+        }
+        }
+    }
+}
+
 #define PX_SLOW_WORDS 512 /* words per batch of the general path */
 
 /* The general path: nvals values from word offset off (a unit boundary
@@ -118,41 +161,7 @@ static void px_slow(px_fill_fn fill, const rngsnap_philox *p, uint64_t off,
         if (vals == units * u->values && nw % 4 == 0) {
             px_convert_loop(dist, w, out, nw / 4);
         } else { /* value by value: a unit that is not whole blocks */
-            for (size_t i = 0; i < units; i++) {
-                const uint32_t *x = w + i * u->words;
-                char *o = out + i * u->values * u->size;
-                size_t keep = vals - i * u->values;
-                if (keep > u->values)
-                    keep = u->values;
-                switch (dist) {
-                case RNGSNAP_U32:
-                case RNGSNAP_U64:
-                    memcpy(o, x, u->size);
-                    break;
-                case RNGSNAP_F32: {
-                    float f = px_u32_to_f32(x[0]);
-                    memcpy(o, &f, 4);
-                    break;
-                }
-                case RNGSNAP_F64: {
-                    double d = px_u64_to_f64(px_words_to_u64(x[0], x[1]));
-                    memcpy(o, &d, 8);
-                    break;
-                }
-                case RNGSNAP_NORMAL_F32: {
-                    float z[2];
-                    px_normal_f32(x[0], x[1], &z[0], &z[1]);
-                    memcpy(o, z, keep * 4);
-                    break;
-                }
-                case RNGSNAP_NORMAL_F64: {
-                    double z[2];
-                    px_normal_f64(x[0], x[1], x[2], x[3], &z[0], &z[1]);
-                    memcpy(o, z, keep * 8);
-                    break;
-                }
-                }
-            }
+            px_convert_units(dist, w, units, out, vals);
         }
         off += nw;
         out += vals * u->size;
@@ -207,6 +216,53 @@ int philox_generate_isa(rngsnap_philox *st, rngsnap_dist dist, void *out,
     if (left > 0)
         px_slow(fill, st, off, dist, o, left);
     st->offset += words;
+    return RNGSNAP_OK;
+}
+
+int philox_generate_cached(rngsnap_philox *st, philox_cache *cache,
+                           rngsnap_dist dist, void *out, size_t n, int isa)
+{
+    if (cache == NULL || st == NULL || out == NULL || n == 0 || n > 4 ||
+        (unsigned)dist >= RNGSNAP_DIST_COUNT)
+        return philox_generate_isa(st, dist, out, n, (philox_isa)isa);
+    const px_unit *u = &px_units[dist];
+    size_t units = u->values == 1 ? n : (n + 1) / 2; /* no division */
+    unsigned words = (unsigned)units * u->words;
+    uint64_t off = st->offset;
+    if (words > 8 || words > UINT64_MAX - off)
+        return philox_generate_isa(st, dist, out, n, (philox_isa)isa);
+    unsigned k = (unsigned)(off % 4);
+    uint64_t b = off / 4;
+    const uint32_t *src;
+    uint32_t w[8];
+    if (k + words <= 4 && cache->valid && cache->block == b &&
+        cache->seed == st->seed && cache->subsequence == st->subsequence) {
+        src = cache->w + k; /* the common case: all in the cached block */
+    } else {
+        for (unsigned i = 0; i < words; b++) {
+            if (!cache->valid || cache->block != b ||
+                cache->seed != st->seed ||
+                cache->subsequence != st->subsequence) {
+                uint32_t ctr[4] = {(uint32_t)b, (uint32_t)(b >> 32),
+                                   (uint32_t)st->subsequence,
+                                   (uint32_t)(st->subsequence >> 32)};
+                uint32_t key[2] = {(uint32_t)st->seed,
+                                   (uint32_t)(st->seed >> 32)};
+                px_block(ctr, key, cache->w);
+                cache->seed = st->seed;
+                cache->subsequence = st->subsequence;
+                cache->block = b;
+                cache->valid = 1;
+            }
+            unsigned take = 4 - k < words - i ? 4 - k : words - i;
+            memcpy(w + i, cache->w + k, take * 4);
+            i += take;
+            k = 0;
+        }
+        src = w;
+    }
+    px_convert_units(dist, src, units, out, n);
+    st->offset = off + words;
     return RNGSNAP_OK;
 }
 

@@ -37,6 +37,21 @@ unsigned philox_value_size(rngsnap_dist dist);
 int philox_generate(rngsnap_philox *st, rngsnap_dist dist, void *out,
                     size_t n);
 
+/* The last block computed for a stream, so that draws of a few values at
+ * a time do not recompute it (one Philox block is ~50 cycles of latency).
+ * Keyed by (seed, subsequence, block): it never needs invalidating. */
+typedef struct philox_cache {
+    uint64_t seed, subsequence, block;
+    uint32_t w[4];
+    int valid;
+} philox_cache;
+
+/* philox_generate_isa with a cache (may be NULL): fills of at most 4
+ * values and 8 words come from the cached block(s); larger ones go to the
+ * ISA path.  Same values and advance as philox_generate. */
+int philox_generate_cached(rngsnap_philox *st, philox_cache *cache,
+                           rngsnap_dist dist, void *out, size_t n, int isa);
+
 /* The 24-byte checkpoint state (three little-endian uint64). */
 void philox_state_pack(const rngsnap_philox *st, void *buf24);
 void philox_state_unpack(const void *buf24, rngsnap_philox *st);

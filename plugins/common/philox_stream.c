@@ -68,7 +68,7 @@ int philox_stream_generate(void *stream, rngsnap_dist dist, void *out,
                            size_t n)
 {
     philox_stream *s = stream;
-    return philox_generate_isa(&s->pos, dist, out, n, (philox_isa)s->isa);
+    return philox_generate_cached(&s->pos, &s->cache, dist, out, n, s->isa);
 }
 
 int philox_stream_reserve(void *stream, uint64_t n, rngsnap_philox *at)

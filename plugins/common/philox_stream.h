@@ -9,11 +9,14 @@
 
 #include <rngsnap/backend.h>
 
+#include "philox.h"
+
 typedef struct philox_stream {
     rngsnap_philox pos; /* next word to draw */
     int device;
     void *bctx;         /* the owning backend context */
     int isa;            /* philox_isa (philox_isa.h); 0 = auto (default) */
+    philox_cache cache; /* last block, for draws of a few values */
 } philox_stream;
 
 /* Allocate a zeroed stream (seed 0, subsequence 0, offset 0). */

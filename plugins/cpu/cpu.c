@@ -260,8 +260,8 @@ static int cpu_generate(void *stream, rngsnap_dist dist, void *out, size_t n)
         return RNGSNAP_E_INVALID;
     }
     if (c->pool == NULL || n < CPU_PARALLEL_MIN / size || n > SIZE_MAX / 16)
-        return philox_generate_isa(&ps->pos, dist, out, n,
-                                   (philox_isa)ps->isa);
+        return philox_generate_cached(&ps->pos, &ps->cache, dist, out, n,
+                                      ps->isa);
     uint64_t words = philox_words_for(dist, n);
     if (out == NULL || words > UINT64_MAX - ps->pos.offset)
         return RNGSNAP_E_INVALID;

@@ -492,6 +492,50 @@ static void test_stream_reserve_state(void **state)
     philox_stream_free(s);
 }
 
+/* Small draws through a stream (the cached-block path), mixed with seed,
+ * set_state and reserve, equal the reference fill from a shadow position. */
+static void test_small_draws_cached(void **state)
+{
+    (void)state;
+    void *sp;
+    assert_int_equal(philox_stream_new(NULL, 0, sizeof(philox_stream), &sp),
+                     RNGSNAP_OK);
+    philox_stream *s = sp;
+    rngsnap_philox shadow = {0, 0, 0};
+    for (int i = 0; i < 20000; i++) {
+        unsigned op = (unsigned)(rnd() % 16);
+        if (op == 0) {
+            uint64_t seed = rnd() % 3, sub = rnd() % 3; /* collide often */
+            philox_stream_seed(s, seed, sub);
+            shadow = (rngsnap_philox){seed, sub, 0};
+        } else if (op == 1) {
+            rngsnap_philox p = {rnd() % 3, rnd() % 3,
+                                rnd() % 2 ? rnd() % 50 : ((uint64_t)1 << 34) - 5};
+            unsigned char buf[24];
+            philox_state_pack(&p, buf);
+            philox_stream_set_state(s, buf, 24);
+            shadow = p;
+        } else if (op == 2) {
+            uint64_t k = rnd() % 9;
+            rngsnap_philox at;
+            philox_stream_reserve(s, k, &at);
+            assert_memory_equal(&at, &shadow, sizeof at);
+            shadow.offset += k;
+        } else {
+            rngsnap_dist d = (rngsnap_dist)(rnd() % RNGSNAP_DIST_COUNT);
+            size_t n = 1 + (size_t)(rnd() % 6);
+            unsigned char got[64], ref[64];
+            s->isa = paths[rnd() % (uint64_t)npaths];
+            assert_int_equal(philox_stream_generate(s, d, got, n), RNGSNAP_OK);
+            assert_int_equal(philox_generate_isa(&shadow, d, ref, n,
+                                                 PHILOX_ISA_SCALAR), RNGSNAP_OK);
+            assert_memory_equal(got, ref, n * vsize(d));
+            assert_memory_equal(&s->pos, &shadow, sizeof shadow);
+        }
+    }
+    philox_stream_free(s);
+}
+
 static void test_isa_names(void **state)
 {
     (void)state;
@@ -520,6 +564,7 @@ int main(void)
         cmocka_unit_test(test_normal_odd_count),
         cmocka_unit_test(test_pieces_equal_whole),
         cmocka_unit_test(test_stream_reserve_state),
+        cmocka_unit_test(test_small_draws_cached),
         cmocka_unit_test(test_isa_names),
     };
     return cmocka_run_group_tests_name("engine", tests, setup, NULL);
