@@ -106,10 +106,10 @@ static void test_kat_every_path(void **state)
         px_ctr c = {{v[i].key[0], v[i].key[1]}, 0,
                     v[i].ctr[2] | (uint64_t)v[i].ctr[3] << 32};
         for (int p = 0; p < npaths; p++) {
-            for (unsigned lane = 0; lane < 40; lane++) {
+            for (unsigned lane = 0; lane < 100; lane++) {
                 if (block < lane)
                     continue;
-                uint32_t w[41 * 4];
+                uint32_t w[101 * 4];
                 c.block = block - lane;
                 fills[paths[p]](RNGSNAP_U32, &c, w, lane + 1, 0);
                 assert_memory_equal(&w[4 * lane], v[i].expect, 16);
