@@ -17,6 +17,7 @@
 #include "stub_host.h"
 
 bench_cfg B = {0, 5, 0.1, 0};
+bench_summary S;
 
 double bench_now(void)
 {
@@ -194,13 +195,17 @@ static void bench_fill(void *buf)
         double ms = bench_time(run_memset, &j);
         fill_row("memset", "libc", "-", bytes, ms, ms);
 
-        double t_u32 = 0;
+        double t_u32 = 0, t_f32 = 0, t_f64 = 0;
         for (int d = 0; d < RNGSNAP_DIST_COUNT; d++) {
             j.dist = (rngsnap_dist)d;
             j.isa = PHILOX_ISA_AUTO;
             double t = bench_time(run_engine, &j);
             if (d == RNGSNAP_U32)
                 t_u32 = t;
+            if (d == RNGSNAP_F32)
+                t_f32 = t;
+            if (d == RNGSNAP_F64)
+                t_f64 = t;
             char impl[64];
             snprintf(impl, sizeof impl, "rngsnap %s", philox_isa_name(best));
             fill_row(impl, philox_isa_name(best), dist_names[d], bytes, t, ms);
@@ -232,6 +237,16 @@ static void bench_fill(void *buf)
                 fill_row("cuRAND host", "curandGenerate*", cr_names[w], bytes,
                          t, ms);
             }
+        }
+        if (bytes <= (64u << 20)) { /* the summary uses 64 MiB (or less) */
+            S.fill_bytes = bytes;
+            S.u32 = gbps(bytes, t_u32);
+            S.f32 = gbps(bytes, t_f32);
+            S.f64 = gbps(bytes, t_f64);
+            S.memset_ = gbps(bytes, ms);
+            S.ref = gbps(bytes, t_ref);
+            S.ref_native = gbps(bytes, t_nat);
+            S.curand = t_cr > 0 ? gbps(bytes, t_cr) : 0;
         }
         char fields[320], text[320];
         snprintf(fields, sizeof fields,
@@ -276,6 +291,8 @@ static void bench_threads(void *buf)
             double t = bench_time(run_plugin, &j);
             if (th == 1)
                 t1 = t;
+            else if (dists[d] == RNGSNAP_U32)
+                S.threads2 = t1 / t;
             char fields[256], text[256];
             snprintf(fields, sizeof fields,
                      "\"impl\":\"cpu plugin\",\"dist\":\"%s\",\"bytes\":%zu,"
@@ -290,6 +307,59 @@ static void bench_threads(void *buf)
             be->close(bctx);
         }
     }
+}
+
+static void target(const char *what, double got, const char *unit,
+                   const char *goal, int met)
+{
+    char fields[256], text[256];
+    snprintf(fields, sizeof fields,
+             "\"target\":\"%s\",\"measured\":%.3f,\"unit\":\"%s\","
+             "\"goal\":\"%s\",\"met\":%s",
+             what, got, unit, goal, got == 0 ? "null" : met ? "true" : "false");
+    snprintf(text, sizeof text, "  %-36s %9.2f %-5s goal %-9s %s", what,
+             got, unit, goal, got == 0 ? "not measured" : met ? "met" : "NOT met");
+    bench_row("target", fields, text);
+}
+
+/* Issue 5's goals next to what this run measured (information only). */
+static void bench_targets(void)
+{
+    char title[128];
+    snprintf(title, sizeof title,
+             "targets (fill figures at %zu MiB, one thread; information only)",
+             S.fill_bytes >> 20);
+    bench_section(title);
+    target("u32 fill", S.u32, "GB/s", ">= 9", S.u32 >= 9);
+    target("u32 / reference loop", S.ref > 0 ? S.u32 / S.ref : 0, "x",
+           ">= 2.5", S.ref > 0 && S.u32 / S.ref >= 2.5);
+    target("u32 / reference loop -march=native",
+           S.ref_native > 0 ? S.u32 / S.ref_native : 0, "x", ">= 2.5",
+           S.ref_native > 0 && S.u32 / S.ref_native >= 2.5);
+    target("u32 / cuRAND host", S.curand > 0 ? S.u32 / S.curand : 0, "x",
+           ">= 8", S.curand > 0 && S.u32 / S.curand >= 8);
+    target("u32 / memset", S.memset_ > 0 ? S.u32 / S.memset_ : 0, "x",
+           ">= 1", S.memset_ > 0 && S.u32 >= S.memset_);
+    target("f32 / u32", S.u32 > 0 ? S.f32 / S.u32 : 0, "x", ">= 0.9",
+           S.u32 > 0 && S.f32 >= 0.9 * S.u32);
+    target("f64 / u32", S.u32 > 0 ? S.f64 / S.u32 : 0, "x", ">= 0.9",
+           S.u32 > 0 && S.f64 >= 0.9 * S.u32);
+    target("two threads / one, u32 64 MiB", S.threads2, "x", ">= 1.7",
+           S.threads2 >= 1.7);
+    target("one u32 through a handle", S.draw_ns, "ns", "<= 30",
+           S.draw_ns <= 30);
+    target("rngsnap_open, five backends", S.open_us / 1000, "ms", "<= 5",
+           S.open_us <= 5000);
+    target("save, 3 entries, tmpfs, fsync", S.save3_us, "us", "<= 15",
+           S.save3_us <= 15);
+    target("load, 3 entries, tmpfs", S.load3_us, "us", "<= 5",
+           S.load3_us <= 5);
+    target("save, 160 entries, tmpfs, fsync", S.save160_us, "us", "<= 50",
+           S.save160_us <= 50);
+    target("load, 160 entries, tmpfs", S.load160_us, "us", "<= 30",
+           S.load160_us <= 30);
+    target("checkpoint file, 160 entries", (double)S.file160 / 1024, "KiB",
+           "<= 16", S.file160 > 0 && S.file160 <= 16 * 1024);
 }
 
 int main(int argc, char **argv)
@@ -313,7 +383,7 @@ int main(int argc, char **argv)
     }
     /* the cpu plugin for the threads section: the build's, unless set */
     setenv("RNGSNAP_PLUGIN_BUILD_DIR", RNGSNAP_PLUGIN_BUILD_DIR_DEFAULT, 0);
-    size_t cap = B.quick ? (16u << 20) : (256u << 20);
+    size_t cap = B.quick ? (64u << 20) : (256u << 20); /* threads: 64 MiB */
     void *buf = aligned_alloc(4096, cap);
     if (buf == NULL) {
         fprintf(stderr, "cannot allocate %zu bytes\n", cap);
@@ -326,6 +396,7 @@ int main(int argc, char **argv)
     bench_fill(buf);
     bench_threads(buf);
     bench_api();
+    bench_targets();
     free(buf);
     return 0;
 }

@@ -18,6 +18,19 @@ typedef struct bench_cfg {
 
 extern bench_cfg B;
 
+/* Figures the closing "targets" section compares with issue 5's goals
+ * (0: not measured). */
+typedef struct bench_summary {
+    size_t fill_bytes; /* size the fill figures below are from */
+    double u32, f32, f64, memset_, ref, ref_native, curand; /* GB/s */
+    double threads2;   /* two threads / one thread, U32 64 MiB */
+    double draw_ns, open_us;
+    double save3_us, load3_us, save160_us, load160_us; /* tmpfs, fsync */
+    long long file160;
+} bench_summary;
+
+extern bench_summary S;
+
 double bench_now(void);
 /* Median seconds per call of fn(arg) over B.runs runs, each run
  * repeating fn until B.min_s has passed (or at least once). */

@@ -111,6 +111,16 @@ static void bench_open(void)
              "  %zu backends (%zu with devices), %zu entries: open + close "
              "%.1f us", nb, avail, entries, per_pair * 1e6);
     bench_row("open", fields, text);
+    S.open_us = per_pair * 1e6;
+
+    /* the same with the cpu backend alone, to see what the others cost */
+    open_path = registry_ini("cpu.ini", 3, NULL, 0, 0, 0);
+    double cpu_only = open_path ? bench_time(run_open, NULL) : 0;
+    snprintf(fields, sizeof fields, "\"backends\":1,\"open_close_us\":%.1f",
+             cpu_only * 1e6);
+    snprintf(text, sizeof text, "  cpu backend alone: open + close %.1f us",
+             cpu_only * 1e6);
+    bench_row("open", fields, text);
     (void)open_acc;
 }
 
@@ -144,6 +154,7 @@ static void bench_draw(void)
     snprintf(text, sizeof text, "  rngsnap_generate(s, RNGSNAP_U32, &w, 1): "
                                 "%.1f ns", ns);
     bench_row("draw_one", fields, text);
+    S.draw_ns = ns;
     rngsnap_close(ctx);
 }
 
@@ -217,6 +228,15 @@ static void bench_checkpoint(void)
                      entries, dirs[d][0], save_sync * 1e6, save_nosync * 1e6,
                      load * 1e6, size);
             bench_row("checkpoint", fields, text);
+            if (d == 0 && entries == 3) {
+                S.save3_us = save_sync * 1e6;
+                S.load3_us = load * 1e6;
+            }
+            if (d == 0 && entries == 160) {
+                S.save160_us = save_sync * 1e6;
+                S.load160_us = load * 1e6;
+                S.file160 = size;
+            }
         }
         rngsnap_close(ctx);
     }
@@ -232,8 +252,8 @@ void bench_api(void)
     bench_open();
     bench_draw();
     bench_checkpoint();
-    const char *names[] = {"five.ini", "draw.ini", "ckpt.ini"};
-    for (size_t i = 0; i < 3; i++) {
+    const char *names[] = {"five.ini", "cpu.ini", "draw.ini", "ckpt.ini"};
+    for (size_t i = 0; i < 4; i++) {
         char p[512];
         snprintf(p, sizeof p, "%s/%s", ini_dir, names[i]);
         unlink(p);
