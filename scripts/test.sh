@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # test.sh - the one command that runs the whole test suite from a fresh machine:
 #   installs what is missing (Debian/Ubuntu), configures and builds into build/,
-#   runs every Meson test suite (the backend matrix included), then the core
-#   and checkpoint suites again under valgrind, and ends with "N passed, N failed".
+#   runs every Meson test suite (the backend matrix included), then the core,
+#   checkpoint and matrix suites again under valgrind, and ends with "N passed, N failed".
 # Usage: bash scripts/test.sh [--werror] [--builddir DIR]
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -33,11 +33,11 @@ ninja -C "$builddir" || { echo "build failed"; echo "0 passed, 1 failed"; exit 1
 # Fresh logs only: the closing line must count this run's results.
 rm -f "$builddir"/meson-logs/plain*.json "$builddir"/meson-logs/valgrind*.json
 
-# Plain run of every suite, then the core and checkpoint suites under valgrind.
+# Plain run of every suite, then core, checkpoint and matrix under valgrind.
 meson test -C "$builddir" --print-errorlogs --num-processes 2 \
   --logbase plain
 meson test -C "$builddir" --print-errorlogs --num-processes 2 \
-  --suite core --suite checkpoint --logbase valgrind \
+  --suite core --suite checkpoint --suite matrix --logbase valgrind \
   --wrap 'valgrind --error-exitcode=1 --leak-check=full --errors-for-leak-kinds=definite --quiet' \
   --timeout-multiplier 10
 

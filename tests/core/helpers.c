@@ -128,3 +128,18 @@ rngsnap *th_open_ok(const char *ini_path, unsigned flags)
     assert_non_null(ctx);
     return ctx;
 }
+
+int th_group_setup(void **state)
+{
+    (void)state;
+    th_clean_env();
+    th_tmpdir();
+    return 0;
+}
+
+int th_group_teardown(void **state)
+{
+    (void)state;
+    th_cleanup();
+    return 0;
+}

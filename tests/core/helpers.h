@@ -12,6 +12,10 @@ void th_clean_env(void);
 /* A fresh folder under $TMPDIR (or /tmp); removed by th_cleanup. */
 const char *th_tmpdir(void);
 void th_cleanup(void);
+/* cmocka group setup/teardown: clean environment and a fresh folder;
+ * remove it afterwards. */
+int th_group_setup(void **state);
+int th_group_teardown(void **state);
 /* Folder of the tests/plugins/broken plugins (from the environment). */
 const char *th_plugin_dir(void);
 /* Write text (printf format) to <tmpdir>/<name>; returns the full path

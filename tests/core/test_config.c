@@ -271,21 +271,6 @@ static void test_builtin_plugin_dir(void **state)
                 "[backend.nosuchbackend]");
 }
 
-static int setup(void **state)
-{
-    (void)state;
-    th_clean_env();
-    th_tmpdir();
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    th_cleanup();
-    return 0;
-}
-
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -297,5 +282,5 @@ int main(void)
         cmocka_unit_test(test_plugin_dir_forms),
         cmocka_unit_test(test_builtin_plugin_dir),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, th_group_setup, th_group_teardown);
 }

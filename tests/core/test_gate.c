@@ -155,13 +155,6 @@ static int setup(void **state)
     return 0;
 }
 
-static int teardown(void **state)
-{
-    (void)state;
-    th_cleanup();
-    return 0;
-}
-
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -170,5 +163,5 @@ int main(void)
         cmocka_unit_test(test_without_resume),
         cmocka_unit_test(test_with_real_load),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, setup, th_group_teardown);
 }

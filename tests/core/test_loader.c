@@ -164,21 +164,6 @@ static void test_threads(void **state)
     }
 }
 
-static int setup(void **state)
-{
-    (void)state;
-    th_clean_env();
-    th_tmpdir();
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    th_cleanup();
-    return 0;
-}
-
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -189,5 +174,5 @@ int main(void)
         cmocka_unit_test(test_reload_and_many_contexts),
         cmocka_unit_test(test_threads),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, th_group_setup, th_group_teardown);
 }

@@ -123,13 +123,6 @@ static int setup(void **state)
     return 0;
 }
 
-static int teardown(void **state)
-{
-    (void)state;
-    th_cleanup();
-    return 0;
-}
-
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -138,5 +131,5 @@ int main(void)
         cmocka_unit_test(test_bad_variables),
         cmocka_unit_test(test_set_rank),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, setup, th_group_teardown);
 }

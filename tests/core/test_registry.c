@@ -394,21 +394,6 @@ static void test_log_levels(void **state)
     unsetenv("RNGSNAP_LOG");
 }
 
-static int setup(void **state)
-{
-    (void)state;
-    th_clean_env();
-    th_tmpdir();
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    th_cleanup();
-    return 0;
-}
-
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -424,5 +409,5 @@ int main(void)
         cmocka_unit_test(test_seed_failure_rolls_back),
         cmocka_unit_test(test_log_levels),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, th_group_setup, th_group_teardown);
 }

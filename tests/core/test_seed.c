@@ -148,21 +148,6 @@ static void test_find_duplicate(void **state)
     assert_int_equal(j, 4);
 }
 
-static int setup(void **state)
-{
-    (void)state;
-    th_clean_env();
-    th_tmpdir();
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    th_cleanup();
-    return 0;
-}
-
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -172,5 +157,5 @@ int main(void)
         cmocka_unit_test(test_reseed_restarts),
         cmocka_unit_test(test_find_duplicate),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, th_group_setup, th_group_teardown);
 }
