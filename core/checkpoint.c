@@ -23,11 +23,6 @@
 #define LOAD_FLAGS 0u
 #define SAVE_FLAGS (RNGSNAP_SAVE_REPLACE | RNGSNAP_SAVE_NO_SYNC)
 
-static void entry_label(const struct rngsnap_stream *s, char *out, size_t n)
-{
-    snprintf(out, n, "%s:%d/%s", s->backend->name, s->device, s->name);
-}
-
 /* The plugin put its detail in ctx->errmsg (host->error); keep it behind
  * our own prefix. */
 static int plugin_error(struct rngsnap *ctx, int rc, const char *fmt_prefix,
@@ -170,7 +165,7 @@ RNGSNAP_API int rngsnap_save(rngsnap *ctx, const char *path, unsigned flags)
         int prc = vt->get_state(s->handle, st, vt->state_size);
         if (prc != RNGSNAP_OK) {
             char label[600];
-            entry_label(s, label, sizeof label);
+            rs_stream_label(s, label, sizeof label);
             rc = plugin_error(ctx, RNGSNAP_E_BACKEND, "get_state of", path,
                               label);
             free(buf);
@@ -286,7 +281,7 @@ static int match_sections(struct rngsnap *ctx, const char *path,
     char lack[600] = "";
     for (size_t e = 0; e < ctx->nstreams; e++)
         if (smap[e] == none && missing++ == 0)
-            entry_label(&ctx->streams[e], lack, sizeof lack);
+            rs_stream_label(&ctx->streams[e], lack, sizeof lack);
     for (size_t e = 0; e < ctx->napps; e++)
         if (amap[e] == none && missing++ == 0)
             snprintf(lack, sizeof lack, "app state %s", ctx->apps[e].name);
@@ -327,7 +322,7 @@ static int check_states(struct rngsnap *ctx, const char *path,
         if (sec->state_format != vt->state_format
             || sec->state_size != vt->state_size) {
             char label[600];
-            entry_label(s, label, sizeof label);
+            rs_stream_label(s, label, sizeof label);
             return rs_error(ctx, RNGSNAP_E_MISMATCH,
                             "%s: section %u (%s): state format 0x%08x of %zu "
                             "bytes, but plugin %s uses format 0x%08x of %u "
@@ -348,7 +343,7 @@ static int check_states(struct rngsnap *ctx, const char *path,
                                     sec->state_size);
         if (rc != RNGSNAP_OK) {
             char label[600];
-            entry_label(s, label, sizeof label);
+            rs_stream_label(s, label, sizeof label);
             return plugin_error(ctx, rc, "plugin refuses the state of", path,
                                 label);
         }
@@ -438,7 +433,7 @@ static int apply(struct rngsnap *ctx, const char *path, const rs_fmt_view *v,
         const rngsnap_backend *vt = s->backend->vt;
         if (vt->get_state(s->handle, p, vt->state_size) != RNGSNAP_OK) {
             char label[600];
-            entry_label(s, label, sizeof label);
+            rs_stream_label(s, label, sizeof label);
             return plugin_error(ctx, RNGSNAP_E_BACKEND,
                                 "backing up (nothing restored)", path,
                                 label);
@@ -458,7 +453,7 @@ static int apply(struct rngsnap *ctx, const char *path, const rs_fmt_view *v,
         if (vt->set_state(s->handle, sec->state, sec->state_size)
             != RNGSNAP_OK) {
             char label[600], what[64];
-            entry_label(s, label, sizeof label);
+            rs_stream_label(s, label, sizeof label);
             /* The failing entry itself is left as its plugin left it:
              * a set_state that fails must not change the stream. */
             size_t bad = rollback_streams(ctx, backup, e);
