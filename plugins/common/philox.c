@@ -60,7 +60,10 @@ static const px_fill_fn px_fills[PHILOX_ISA_COUNT] = {
     [PHILOX_ISA_AVX512] = px_fill_avx512,
 };
 
-size_t px_nt_threshold = (size_t)8 << 20;
+/* Non-temporal stores measured slower than plain ones on the machine of
+ * docs/performance.md (12 vs 19 GB/s at 256 MiB), so they are off unless
+ * RNGSNAP_PHILOX_NT_MIN=<bytes> asks for them (philox_select.c). */
+size_t px_nt_threshold = SIZE_MAX;
 
 /* nw consecutive words of the stream from word offset off. */
 static void px_words(px_fill_fn fill, const rngsnap_philox *p, uint64_t off,

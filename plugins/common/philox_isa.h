@@ -56,7 +56,8 @@ int philox_isa_resolve(philox_isa want, philox_isa *out, const char **why);
 int philox_generate_isa(rngsnap_philox *st, rngsnap_dist dist, void *out,
                         size_t n, philox_isa isa);
 
-/* Output size (bytes) from which fills use non-temporal stores. */
+/* Output size (bytes) from which fills use non-temporal stores: off
+ * (SIZE_MAX) unless RNGSNAP_PHILOX_NT_MIN=<bytes> is set; tests set it. */
 extern size_t px_nt_threshold;
 
 #endif

@@ -213,6 +213,8 @@ static void test_paths_equal_scalar(void **state)
 static void test_large_fills(void **state)
 {
     (void)state;
+    size_t saved = px_nt_threshold;
+    px_nt_threshold = (size_t)1 << 20; /* exercise the streaming stores */
     size_t n = (px_nt_threshold / 4) + 12345;
     unsigned char *a = malloc(n * 8 + 64), *b = malloc(n * 8 + 64);
     assert_non_null(a);
@@ -231,6 +233,7 @@ static void test_large_fills(void **state)
             assert_memory_equal(a + mis, b + mis, nd * vsize((rngsnap_dist)d));
         }
     }
+    px_nt_threshold = saved;
     free(a);
     free(b);
 }
