@@ -58,7 +58,9 @@ static unsigned char px_ok[PHILOX_ISA_COUNT]; /* supported, cached */
 
 static void px_select_init(void)
 {
+#if defined(__x86_64__) || defined(__i386__)
     __builtin_cpu_init();
+#endif
     for (int i = 0; i < PHILOX_ISA_COUNT; i++)
         px_ok[i] = philox_isa_supported((philox_isa)i) != 0;
     const char *nt = getenv("RNGSNAP_PHILOX_NT_MIN");
