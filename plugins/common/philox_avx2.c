@@ -40,7 +40,7 @@ px256_step(const px_keys *ks, uint64_t block, __m256i sub_lo, __m256i sub_hi,
     _Pragma("GCC unroll 10")
     for (int r = 0; r < 10; r++) {
         PX_UNROLL_G
-    for (int g = 0; g < PX_G; g++) {
+        for (int g = 0; g < PX_G; g++) {
             __m256i p0 = _mm256_mul_epu32(x0[g], m0);
             __m256i p1 = _mm256_mul_epu32(x2[g], m1);
             x0[g] = _mm256_xor_si256(_mm256_xor_si256(_mm256_srli_epi64(p1, 32),

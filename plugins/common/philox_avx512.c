@@ -26,16 +26,18 @@ typedef struct px_keys {
     __m512i k0[10], k1[10];
 } px_keys;
 
+/* ng groups (a constant after inlining) of 8 blocks from block on. */
 static inline __attribute__((always_inline)) void
-px512_step(const px_keys *ks, uint64_t block, __m512i sub_lo, __m512i sub_hi,
-           __m512i out[2 * PX_G])
+px512_step_n(const px_keys *ks, uint64_t block, __m512i sub_lo,
+             __m512i sub_hi, __m512i *out, const int ng)
 {
     const __m512i m0 = _mm512_set1_epi64(PX_M0);
     const __m512i m1 = _mm512_set1_epi64(PX_M1);
     const __m512i lane = _mm512_set_epi64(7, 6, 5, 4, 3, 2, 1, 0);
     __m512i x0[PX_G], x1[PX_G], x2[PX_G], x3[PX_G];
+    /* ng <= PX_G */
     PX_UNROLL_G
-    for (int g = 0; g < PX_G; g++) {
+    for (int g = 0; g < ng; g++) {
         x0[g] = _mm512_add_epi64(_mm512_set1_epi64((long long)(block + 8 * g)),
                                  lane);
         x1[g] = _mm512_srli_epi64(x0[g], 32);
@@ -45,7 +47,7 @@ px512_step(const px_keys *ks, uint64_t block, __m512i sub_lo, __m512i sub_hi,
     _Pragma("GCC unroll 10")
     for (int r = 0; r < 10; r++) {
         PX_UNROLL_G
-    for (int g = 0; g < PX_G; g++) {
+        for (int g = 0; g < ng; g++) {
             __m512i p0 = _mm512_mul_epu32(x0[g], m0);
             __m512i p1 = _mm512_mul_epu32(x2[g], m1);
             /* high halves: a shift for one, a dword swap for the other,
@@ -64,7 +66,7 @@ px512_step(const px_keys *ks, uint64_t block, __m512i sub_lo, __m512i sub_hi,
     const __m512i lo = _mm512_set_epi64(11, 3, 10, 2, 9, 1, 8, 0);
     const __m512i hi = _mm512_set_epi64(15, 7, 14, 6, 13, 5, 12, 4);
     PX_UNROLL_G
-    for (int g = 0; g < PX_G; g++) {
+    for (int g = 0; g < ng; g++) {
         __m512i y01 = _mm512_permutex2var_epi32(x0[g], pick, x1[g]);
         __m512i y23 = _mm512_permutex2var_epi32(x2[g], pick, x3[g]);
         out[2 * g] = _mm512_permutex2var_epi64(y01, lo, y23);
@@ -73,13 +75,22 @@ px512_step(const px_keys *ks, uint64_t block, __m512i sub_lo, __m512i sub_hi,
 }
 
 /* Convert one 64-byte vector of words to the dist's values, in place. */
-/* The same step, out of line: for the few blocks before and after the
- * main loop (keeps one inlined copy of the rounds per dist). */
-static __attribute__((noinline)) void
-px512_step_cold(const px_keys *ks, uint64_t block, __m512i sub_lo, __m512i sub_hi,
-             __m512i out[2 * PX_G])
+static inline __attribute__((always_inline)) void
+px512_step(const px_keys *ks, uint64_t block, __m512i sub_lo, __m512i sub_hi,
+           __m512i out[2 * PX_G])
 {
-    px512_step(ks, block, sub_lo, sub_hi, out);
+    px512_step_n(ks, block, sub_lo, sub_hi, out, PX_G);
+}
+
+/* A small step (2 groups, 16 blocks), out of line: for the few blocks
+ * before and after the main loop, so that a short tail does not compute a
+ * whole 48-block step. */
+#define PX_COLD 16
+static __attribute__((noinline)) void
+px512_step_cold(const px_keys *ks, uint64_t block, __m512i sub_lo,
+                __m512i sub_hi, __m512i out[PX_COLD / 4])
+{
+    px512_step_n(ks, block, sub_lo, sub_hi, out, PX_COLD / 8);
 }
 
 static inline __attribute__((always_inline)) __m512i
@@ -123,7 +134,7 @@ px512_fill_direct(rngsnap_dist dist, const px_ctr *c, void *out,
             lead = nblocks;
         if (lead > 0) {
             px512_step_cold(&ks, block, sub_lo, sub_hi, v);
-            for (int i = 0; i < 2 * PX_G; i++)
+            for (int i = 0; i < PX_COLD / 4; i++)
                 v[i] = px512_convert(dist, v[i]);
             memcpy(o, v, lead * 16);
             o += lead * 16;
@@ -143,11 +154,15 @@ px512_fill_direct(rngsnap_dist dist, const px_ctr *c, void *out,
                 _mm512_storeu_si512((void *)o, px512_convert(dist, v[i]));
         }
     }
-    if (nblocks > 0) {
+    while (nblocks > 0) { /* tail, 16 blocks at a time */
         px512_step_cold(&ks, block, sub_lo, sub_hi, v);
-        for (int i = 0; i < 2 * PX_G; i++)
+        for (int i = 0; i < PX_COLD / 4; i++)
             v[i] = px512_convert(dist, v[i]);
-        memcpy(o, v, nblocks * 16);
+        size_t nb = nblocks < PX_COLD ? nblocks : PX_COLD;
+        memcpy(o, v, nb * 16);
+        o += nb * 16;
+        block += nb;
+        nblocks -= nb;
     }
     if (nt)
         _mm_sfence();
