@@ -259,7 +259,8 @@ static int cpu_generate(void *stream, rngsnap_dist dist, void *out, size_t n)
         c->host->error(c->host, "unknown distribution %d", (int)dist);
         return RNGSNAP_E_INVALID;
     }
-    if (c->pool == NULL || n < CPU_PARALLEL_MIN / size || n > SIZE_MAX / 16)
+    if (n < CPU_PARALLEL_MIN / size || n > SIZE_MAX / 16 ||
+        !cpu_pool_usable(c->pool)) /* no pool, or a fork child */
         return philox_generate_cached(&ps->pos, &ps->cache, dist, out, n,
                                       ps->isa);
     uint64_t words = philox_words_for(dist, n);

@@ -7,6 +7,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include "cpu_pool.h"
 
@@ -28,6 +29,7 @@ struct cpu_pool {
     cpu_task_fn fn;
     void *arg;
     cpu_worker *workers;
+    pid_t owner; /* process that started the workers */
 };
 
 static void *cpu_worker_main(void *w_)
@@ -63,6 +65,7 @@ int cpu_pool_new(unsigned n, cpu_pool **out)
     if (p == NULL)
         return ENOMEM;
     p->n = n;
+    p->owner = getpid();
     p->workers = calloc(n, sizeof *p->workers);
     if (p->workers == NULL) {
         free(p);
@@ -100,6 +103,11 @@ unsigned cpu_pool_size(const cpu_pool *p)
     return p ? p->n : 1;
 }
 
+int cpu_pool_usable(const cpu_pool *p)
+{
+    return p != NULL && p->owner == getpid();
+}
+
 void cpu_pool_run(cpu_pool *p, cpu_task_fn fn, void *arg)
 {
     pthread_mutex_lock(&p->run_lock);
@@ -124,6 +132,11 @@ void cpu_pool_free(cpu_pool *p)
 {
     if (p == NULL)
         return;
+    if (p->owner != getpid()) {
+        /* a fork child: the workers (and possibly the locks' owners) are
+         * not here; leave the memory rather than join or destroy */
+        return;
+    }
     pthread_mutex_lock(&p->lock);
     p->quit = 1;
     pthread_cond_broadcast(&p->wake);

@@ -13,6 +13,9 @@ typedef void (*cpu_task_fn)(void *arg, unsigned i);
 int cpu_pool_new(unsigned n, cpu_pool **out);
 void cpu_pool_run(cpu_pool *p, cpu_task_fn fn, void *arg);
 unsigned cpu_pool_size(const cpu_pool *p);
+/* Nonzero when run() can be used from this process: a child of fork()
+ * has no workers (only the forking thread survives), so it must not. */
+int cpu_pool_usable(const cpu_pool *p);
 void cpu_pool_free(cpu_pool *p); /* NULL accepted */
 
 #endif

@@ -12,6 +12,8 @@
 #include <string.h>
 
 #include <cmocka.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "philox.h"
 #include "philox_isa.h"
@@ -204,6 +206,45 @@ static void test_reserve(void **state)
     cpu->close(b);
 }
 
+/* A fork child (a data-loader worker) with threads = 2 fills large buffers
+ * without the parent's workers (it would hang otherwise), same values. */
+static void test_fork_child(void **state)
+{
+    (void)state;
+    const stub_option o[] = {{"threads", "2", 3}};
+    stub_host h;
+    void *b, *s;
+    assert_int_equal(open_with(&h, o, 1, &b), RNGSNAP_OK);
+    assert_int_equal(cpu->stream_open(b, 0, "x", &s), RNGSNAP_OK);
+    size_t n = (4u << 20) / 4;
+    uint32_t *got = malloc(n * 4), *ref = malloc(n * 4);
+    assert_non_null(got);
+    assert_non_null(ref);
+    assert_int_equal(cpu->generate(s, RNGSNAP_U32, got, n), RNGSNAP_OK);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        alarm(30); /* a hang fails the test instead of blocking it */
+        rngsnap_philox p = {0, 0, n};
+        philox_generate_isa(&p, RNGSNAP_U32, ref, n, PHILOX_ISA_SCALAR);
+        int ok = cpu->generate(s, RNGSNAP_U32, got, n) == RNGSNAP_OK &&
+                 memcmp(got, ref, n * 4) == 0;
+        cpu->stream_close(s);
+        cpu->close(b); /* must not join the parent's workers */
+        _exit(ok ? 0 : 1);
+    }
+    int status = 0;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), 0);
+    /* the parent's pool still works */
+    assert_int_equal(cpu->generate(s, RNGSNAP_U32, got, n), RNGSNAP_OK);
+    cpu->stream_close(s);
+    cpu->close(b);
+    free(got);
+    free(ref);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -212,6 +253,7 @@ int main(void)
         cmocka_unit_test(test_curand_vectors),
         cmocka_unit_test(test_threads_identical),
         cmocka_unit_test(test_reserve),
+        cmocka_unit_test(test_fork_child),
     };
     return cmocka_run_group_tests_name("cpu_plugin", tests, setup, NULL);
 }
