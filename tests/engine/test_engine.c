@@ -485,6 +485,19 @@ static void test_stream_reserve_state(void **state)
         assert_int_equal(philox_stream_set_state(s, buf, 24), RNGSNAP_OK);
         assert_memory_equal(&s->pos, &a, sizeof a);
     }
+    /* n = 0: nothing written, nothing moved; NULL out refused */
+    rngsnap_philox z = {3, 4, 5};
+    assert_int_equal(philox_generate(&z, RNGSNAP_F64, NULL, 0), RNGSNAP_OK);
+    assert_true(z.offset == 5);
+    assert_int_equal(philox_generate(&z, RNGSNAP_F64, NULL, 1),
+                     RNGSNAP_E_INVALID);
+    assert_true(z.offset == 5);
+    /* the very end of the word range is reachable, exactly */
+    rngsnap_philox end = {1, 1, UINT64_MAX - 4};
+    assert_int_equal(philox_generate(&end, RNGSNAP_U32, w, 4), RNGSNAP_OK);
+    assert_true(end.offset == UINT64_MAX);
+    assert_int_equal(w[0], ref_word(1, 1, UINT64_MAX - 4));
+    assert_int_equal(w[3], ref_word(1, 1, UINT64_MAX - 1));
     /* offsets that would wrap are refused and change nothing */
     rngsnap_philox big = {1, 1, UINT64_MAX - 2};
     assert_int_equal(philox_generate(&big, RNGSNAP_U32, w, 4),
