@@ -1,7 +1,8 @@
 /*
  * test_cpu_api.c - the cpu plugin loaded by the core through the public
  * API (rngsnap_open on a temporary rng.ini whose plugin_dir is the build's
- * plugin folder): every dist through a stream handle equals the engine's
+ * plugin folder): every cuRAND vector through rngsnap_load and a handle;
+ * every dist through a stream handle equals the engine's
  * scalar reference at the stream's position, on every isa option and
  * thread count, across the counter carry; reserve; option errors.
  */
@@ -16,8 +17,11 @@
 
 #include <cmocka.h>
 
+#include <xxhash.h>
+
 #include "philox.h"
 #include "philox_isa.h"
+#include "vectors.h"
 #include <rngsnap.h>
 
 static char dir[256];
@@ -123,6 +127,108 @@ static void test_every_isa_and_thread_count(void **state)
     }
 }
 
+/* ---- every cuRAND vector through rngsnap_load ---------------------------
+ * The public API has no call that sets an arbitrary (seed, subsequence,
+ * offset), but a checkpoint does: save once, then for each vector write its
+ * position into the cpu section's state, fix the two checksums
+ * (docs/format.md: XXH3-64 of the section, and of the file before its last
+ * 8 bytes), rngsnap_load it and draw through the handle. */
+
+static unsigned char *read_all(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    assert_non_null(f);
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    unsigned char *b = malloc((size_t)n);
+    assert_non_null(b);
+    assert_int_equal(fread(b, 1, (size_t)n, f), (size_t)n);
+    fclose(f);
+    *len = (size_t)n;
+    return b;
+}
+
+static uint32_t get32(const unsigned char *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
+           (uint32_t)p[3] << 24;
+}
+
+static void put64(unsigned char *p, uint64_t v)
+{
+    for (int i = 0; i < 8; i++)
+        p[i] = (unsigned char)(v >> (8 * i));
+}
+
+static void test_curand_vectors_through_load(void **state)
+{
+    (void)state;
+    stream_vec *v = NULL;
+    int nv = read_streams(&v);
+    assert_true(nv > 0);
+    char ckpt[512];
+    snprintf(ckpt, sizeof ckpt, "%s/vec.ckpt", dir);
+    for (int isa = PHILOX_ISA_AUTO; isa < PHILOX_ISA_COUNT; isa++) {
+        if (!philox_isa_supported((philox_isa)isa))
+            continue;
+        char extra[64];
+        snprintf(extra, sizeof extra, "isa = %s\n",
+                 philox_isa_name((philox_isa)isa));
+        rngsnap *ctx = open_ini(extra);
+        assert_int_equal(rngsnap_seed_all(ctx, 1), RNGSNAP_OK);
+        assert_int_equal(rngsnap_save(ctx, ckpt, RNGSNAP_SAVE_REPLACE |
+                                                     RNGSNAP_SAVE_NO_SYNC),
+                         RNGSNAP_OK);
+        size_t len;
+        unsigned char *file = read_all(ckpt, &len);
+        /* the section of cpu:0/other: its state is its last 32..8 bytes */
+        size_t at = 64, sec = 0, size = 0;
+        uint32_t count = get32(file + 48);
+        for (uint32_t i = 0; i < count; i++, at += size) {
+            size = get32(file + at + 4);
+            const unsigned char *name = file + at + 8 + 2 + 3 + 1 + 4;
+            if (get32(file + at) == 1 && memcmp(file + at + 10, "cpu", 3) == 0 &&
+                memcmp(name + 2, "other", 6) == 0)
+                sec = at;
+        }
+        assert_true(sec != 0);
+        size = get32(file + sec + 4);
+        unsigned char *st = file + sec + size - 8 - 24;
+        rngsnap_stream *s;
+        assert_int_equal(rngsnap_stream_find(ctx, "cpu", 0, "other", &s),
+                         RNGSNAP_OK);
+        for (int i = 0; i < nv; i++) {
+            put64(st, v[i].seed);
+            put64(st + 8, v[i].subsequence);
+            put64(st + 16, v[i].offset);
+            put64(file + sec + size - 8, XXH3_64bits(file + sec, size - 8));
+            put64(file + len - 8, XXH3_64bits(file, len - 8));
+            FILE *f = fopen(ckpt, "wb");
+            assert_non_null(f);
+            assert_int_equal(fwrite(file, 1, len, f), len);
+            fclose(f);
+            int rc = rngsnap_load(ctx, ckpt, 0);
+            if (rc != RNGSNAP_OK)
+                print_error("load: %s\n", rngsnap_errmsg(ctx));
+            assert_int_equal(rc, RNGSNAP_OK);
+            uint32_t w[4];
+            assert_int_equal(rngsnap_generate(s, RNGSNAP_U32, w, 4),
+                             RNGSNAP_OK);
+            assert_memory_equal(w, v[i].expect, 16);
+            rngsnap_philox p;
+            assert_int_equal(rngsnap_stream_position(s, &p), RNGSNAP_OK);
+            assert_true(p.seed == v[i].seed &&
+                        p.subsequence == v[i].subsequence &&
+                        p.offset == v[i].offset + 4);
+        }
+        free(file);
+        unlink(ckpt);
+        rngsnap_close(ctx);
+    }
+    free(v);
+}
+
 static void test_reserve_through_api(void **state)
 {
     (void)state;
@@ -167,6 +273,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_every_isa_and_thread_count),
+        cmocka_unit_test(test_curand_vectors_through_load),
         cmocka_unit_test(test_reserve_through_api),
         cmocka_unit_test(test_unknown_option),
     };
