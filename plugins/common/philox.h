@@ -15,6 +15,10 @@
 
 #include <rngsnap.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* One block: out = Philox4x32-10(counter ctr, key). */
 void philox4x32_10(const uint32_t ctr[4], const uint32_t key[2],
                    uint32_t out[4]);
@@ -55,5 +59,9 @@ int philox_generate_cached(rngsnap_philox *st, philox_cache *cache,
 /* The 24-byte checkpoint state (three little-endian uint64). */
 void philox_state_pack(const rngsnap_philox *st, void *buf24);
 void philox_state_unpack(const void *buf24, rngsnap_philox *st);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

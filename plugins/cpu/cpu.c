@@ -18,6 +18,7 @@
 #include "philox.h"
 #include "philox_isa.h"
 #include "philox_stream.h"
+#include "plugin_options.h"
 
 #define CPU_MAX_THREADS 256
 /* Fills smaller than this stay on the calling thread (waking workers
@@ -38,18 +39,15 @@ typedef struct cpu_ctx {
 
 /* ---- options ------------------------------------------------------------ */
 
-static int cpu_parse_threads(cpu_ctx *c, const char *v, int line)
+static int cpu_parse_threads(void *pctx, const char *v, int line)
 {
-    char *end;
-    errno = 0;
-    long t = strtol(v, &end, 10);
-    if (errno != 0 || end == v || *end != '\0' || t < 0 ||
-        t > CPU_MAX_THREADS) {
+    cpu_ctx *c = pctx;
+    long t;
+    if (plugin_parse_long(v, 0, CPU_MAX_THREADS, &t) != 0) {
         c->host->error(c->host,
                        "%s:%d: threads = %s: expected an integer 0..%d "
                        "(0 = number of online CPUs)", c->host->ini_path,
-                       line, v,
-                       CPU_MAX_THREADS);
+                       line, v, CPU_MAX_THREADS);
         return RNGSNAP_E_CONFIG;
     }
     if (t == 0) {
@@ -61,8 +59,9 @@ static int cpu_parse_threads(cpu_ctx *c, const char *v, int line)
     return RNGSNAP_OK;
 }
 
-static int cpu_parse_isa(cpu_ctx *c, const char *v, int line)
+static int cpu_parse_isa(void *pctx, const char *v, int line)
 {
+    cpu_ctx *c = pctx;
     int isa = philox_isa_parse(v);
     if (isa < 0) {
         c->host->error(c->host,
@@ -80,39 +79,10 @@ static int cpu_parse_isa(cpu_ctx *c, const char *v, int line)
     return RNGSNAP_OK;
 }
 
-static const struct {
-    const char *key;
-    int (*parse)(cpu_ctx *c, const char *value, int line);
-} cpu_options[] = {
+static const plugin_option cpu_options[] = {
     {"threads", cpu_parse_threads},
     {"isa", cpu_parse_isa},
 };
-
-static int cpu_read_options(cpu_ctx *c)
-{
-    const rngsnap_host *h = c->host;
-    size_t n = h->option_count ? h->option_count(h) : 0;
-    for (size_t i = 0; i < n; i++) {
-        const char *key = NULL, *value = NULL;
-        int line = 0;
-        if (h->option_at(h, i, &key, &value, &line) != RNGSNAP_OK)
-            continue;
-        size_t k = 0;
-        while (k < sizeof cpu_options / sizeof cpu_options[0] &&
-               strcmp(cpu_options[k].key, key) != 0)
-            k++;
-        if (k == sizeof cpu_options / sizeof cpu_options[0]) {
-            h->error(h, "%s:%d: unknown option '%s' in [backend.%s] "
-                        "(the cpu backend knows: threads, isa)",
-                     h->ini_path, line, key, h->backend_name);
-            return RNGSNAP_E_CONFIG;
-        }
-        int rc = cpu_options[k].parse(c, value, line);
-        if (rc != RNGSNAP_OK)
-            return rc;
-    }
-    return RNGSNAP_OK;
-}
 
 /* The CPU model from /proc/cpuinfo, else "cpu0". */
 static void cpu_model_name(char *buf, size_t len)
@@ -149,7 +119,9 @@ static int cpu_open(const rngsnap_host *host, void **bctx)
     c->host = host;
     c->threads = 1;
     c->isa = PHILOX_ISA_AUTO;
-    int rc = cpu_read_options(c);
+    int rc = plugin_read_options(host, cpu_options,
+                                 sizeof cpu_options / sizeof *cpu_options,
+                                 c);
     if (rc != RNGSNAP_OK) {
         free(c);
         return rc;

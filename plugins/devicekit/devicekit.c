@@ -13,7 +13,6 @@
  */
 #include "devicekit.h"
 
-#include <errno.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -22,6 +21,7 @@
 #include <string.h>
 
 #include "philox.h"
+#include "plugin_options.h"
 
 #define DK_STATUS_LEN 1024
 
@@ -42,58 +42,45 @@ typedef struct dk_stream {
 
 /* ---- options ----------------------------------------------------------- */
 
+static int dk_parse_emulate(void *pctx, const char *value, int line)
+{
+    dk_ctx *c = pctx;
+    long v;
+    if (plugin_parse_long(value, 0, DK_MAX_DEVICES, &v) != 0) {
+        c->host->error(c->host, "%s:%d: emulate_devices = '%s' is not a "
+                       "number of devices from 0 to %d", c->host->ini_path,
+                       line, value, DK_MAX_DEVICES);
+        return RNGSNAP_E_CONFIG;
+    }
+    c->emulate = (int)v;
+    return RNGSNAP_OK;
+}
+
+static int dk_parse_runtime_library(void *pctx, const char *value, int line)
+{
+    dk_ctx *c = pctx;
+    if (value[0] == '\0') {
+        c->host->error(c->host, "%s:%d: runtime_library is empty",
+                       c->host->ini_path, line);
+        return RNGSNAP_E_CONFIG;
+    }
+    c->probe.library = value; /* the host keeps option strings alive */
+    return RNGSNAP_OK;
+}
+
 /* The keys devicekit understands; anything else in the section is an
  * error naming the key and its line. */
-static const char *const dk_known_keys[] = {"emulate_devices",
-                                            "runtime_library"};
-
-static int dk_parse_count(const char *value, int *out)
-{
-    char *end = NULL;
-    errno = 0;
-    long v = strtol(value, &end, 10);
-    if (errno != 0 || end == value || *end != '\0' || v < 0
-        || v > DK_MAX_DEVICES)
-        return -1;
-    *out = (int)v;
-    return 0;
-}
+static const plugin_option dk_options[] = {
+    {"emulate_devices", dk_parse_emulate},
+    {"runtime_library", dk_parse_runtime_library},
+};
 
 static int dk_read_options(dk_ctx *c)
 {
-    const rngsnap_host *h = c->host;
-    size_t n = h->option_count(h);
-    for (size_t i = 0; i < n; i++) {
-        const char *key = NULL, *value = NULL;
-        int line = 0;
-        if (h->option_at(h, i, &key, &value, &line) != RNGSNAP_OK)
-            continue;
-        size_t k = 0;
-        while (k < sizeof dk_known_keys / sizeof *dk_known_keys
-               && strcmp(key, dk_known_keys[k]) != 0)
-            k++;
-        if (k == sizeof dk_known_keys / sizeof *dk_known_keys) {
-            h->error(h, "%s:%d: unknown key '%s' in [backend.%s] "
-                     "(this backend knows emulate_devices, "
-                     "runtime_library)", h->ini_path, line, key,
-                     h->backend_name);
-            return RNGSNAP_E_CONFIG;
-        }
-        if (k == 0 && dk_parse_count(value, &c->emulate) != 0) {
-            h->error(h, "%s:%d: emulate_devices = '%s' is not a number "
-                     "of devices from 0 to %d", h->ini_path, line, value,
-                     DK_MAX_DEVICES);
-            return RNGSNAP_E_CONFIG;
-        }
-        if (k == 1) {
-            if (value[0] == '\0') {
-                h->error(h, "%s:%d: runtime_library is empty",
-                         h->ini_path, line);
-                return RNGSNAP_E_CONFIG;
-            }
-            c->probe.library = h->option(h, "runtime_library");
-        }
-    }
+    int rc = plugin_read_options(c->host, dk_options,
+                                 sizeof dk_options / sizeof *dk_options, c);
+    if (rc != RNGSNAP_OK)
+        return rc;
     const char *env = getenv("RNGSNAP_NO_EMULATION");
     if (c->emulate > 0 && env != NULL && env[0] != '\0'
         && strcmp(env, "0") != 0) {

@@ -30,9 +30,7 @@
 #include <unistd.h>
 
 #include <rngsnap.h>
-extern "C" {
 #include "philox.h" /* the cpu engine: the reference */
-}
 
 #define SKIP 77
 #define WORDS_BIG 100000000ull /* 1e8 words per uniform comparison */
