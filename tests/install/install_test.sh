@@ -42,6 +42,12 @@ ok "pkg-config finds rngsnap ($(pkgc --modversion))"
 # ---- what landed ----------------------------------------------------------
 soname=$(readelf -d "$libdir/librngsnap.so" 2>/dev/null | sed -n 's/.*(SONAME).*\[\(.*\)\]/\1/p')
 if [ -n "$soname" ] && [ -e "$libdir/$soname" ]; then ok "librngsnap has SONAME $soname"; else bad "librngsnap.so has no SONAME (or $libdir/$soname missing)"; fi
+# The library exports the rngsnap_* API and nothing else; a plugin exports
+# its one entry point.
+leaked=$(nm -D --defined-only "$libdir/librngsnap.so" | awk '{print $3}' | grep -v '^rngsnap_' | tr '\n' ' ')
+if [ -z "$leaked" ]; then ok "librngsnap exports only rngsnap_*"; else bad "librngsnap exports more than rngsnap_*: $leaked"; fi
+plugsyms=$(nm -D --defined-only "$plugindir/rngsnap_cpu.so" | awk '{print $3}' | tr '\n' ' ')
+if [ "$plugsyms" = "rngsnap_backend_v1 " ]; then ok "rngsnap_cpu.so exports only rngsnap_backend_v1"; else bad "rngsnap_cpu.so exports: $plugsyms"; fi
 for h in rngsnap.h rngsnap/backend.h; do
   if [ -f "$prefix/include/$h" ]; then ok "header $h installed"; else bad "header $h not installed"; fi
 done
