@@ -164,37 +164,11 @@ px256_fill_f64(const px_ctr *c, void *out, size_t nblocks, int nt)
     px256_fill_direct(RNGSNAP_F64, c, out, nblocks, nt);
 }
 
-#define PX_NORMAL_CHUNK 256 /* blocks of words converted per batch */
-
 void px_fill_avx2(rngsnap_dist dist, const px_ctr *c, void *out,
-                    size_t nblocks, int nt)
+                  size_t nblocks, int nt)
 {
-    switch (dist) {
-    case RNGSNAP_U32:
-    case RNGSNAP_U64:
-        px256_fill_words(c, out, nblocks, nt);
-        return;
-    case RNGSNAP_F32:
-        px256_fill_f32(c, out, nblocks, nt);
-        return;
-    case RNGSNAP_F64:
-        px256_fill_f64(c, out, nblocks, nt);
-        return;
-    default: { /* normals: words into a cached buffer, then convert */
-        uint32_t w[PX_NORMAL_CHUNK * 4] __attribute__((aligned(64)));
-        px_ctr cc = *c;
-        char *o = out;
-        while (nblocks > 0) {
-            size_t nb = nblocks < PX_NORMAL_CHUNK ? nblocks : PX_NORMAL_CHUNK;
-            px256_fill_words(&cc, w, nb, 0);
-            px_convert_loop(dist, w, o, nb);
-            cc.block += nb;
-            o += nb * 16;
-            nblocks -= nb;
-        }
-        return;
-    }
-    }
+    px_fill_dispatch(dist, c, out, nblocks, nt, px256_fill_words,
+                     px256_fill_f32, px256_fill_f64);
 }
 
 #else

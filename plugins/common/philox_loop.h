@@ -49,4 +49,46 @@ static inline void px_convert_loop(rngsnap_dist dist, const uint32_t *w,
     }
 }
 
+/* A kernel that writes nblocks blocks from counter c (non-temporal when nt). */
+typedef void (*px_blocks_fn)(const px_ctr *c, void *out, size_t nblocks,
+                             int nt);
+
+#define PX_NORMAL_CHUNK 256 /* blocks of words converted per batch */
+
+/* The dispatch every SIMD file shares: integers and uniforms straight from
+ * that file's kernels; normals as words into a cached buffer, then
+ * converted (their conversion dominates; one loop serves every ISA). */
+static inline void px_fill_dispatch(rngsnap_dist dist, const px_ctr *c,
+                                    void *out, size_t nblocks, int nt,
+                                    px_blocks_fn words, px_blocks_fn f32,
+                                    px_blocks_fn f64)
+{
+    switch (dist) {
+    case RNGSNAP_U32:
+    case RNGSNAP_U64:
+        words(c, out, nblocks, nt);
+        return;
+    case RNGSNAP_F32:
+        f32(c, out, nblocks, nt);
+        return;
+    case RNGSNAP_F64:
+        f64(c, out, nblocks, nt);
+        return;
+    default: {
+        uint32_t w[PX_NORMAL_CHUNK * 4] __attribute__((aligned(64)));
+        px_ctr cc = *c;
+        char *o = out;
+        while (nblocks > 0) {
+            size_t nb = nblocks < PX_NORMAL_CHUNK ? nblocks : PX_NORMAL_CHUNK;
+            words(&cc, w, nb, 0);
+            px_convert_loop(dist, w, o, nb);
+            cc.block += nb;
+            o += nb * 16;
+            nblocks -= nb;
+        }
+        return;
+    }
+    }
+}
+
 #endif
