@@ -123,7 +123,7 @@ static int cuda_fill(const dk_fill *f)
 
 static const dk_vendor cuda_vendor = {
     .name = "cuda",
-    .version = "0.1.0",
+    .version = RNGSNAP_VERSION_STRING,
     .runtime = "CUDA driver",
     .library = "libcuda.so.1",
     .device_prefix = "cuda",

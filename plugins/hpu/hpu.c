@@ -57,7 +57,7 @@ static void hpu_probe(dk_probe *p)
 
 static const dk_vendor hpu_vendor = {
     .name = "hpu",
-    .version = "0.1.0",
+    .version = RNGSNAP_VERSION_STRING,
     .runtime = "SynapseAI",
     .library = "libSynapse.so",
     .device_prefix = "hpu",

@@ -59,7 +59,7 @@ static void npu_probe(dk_probe *p)
 
 static const dk_vendor npu_vendor = {
     .name = "npu",
-    .version = "0.1.0",
+    .version = RNGSNAP_VERSION_STRING,
     .runtime = "CANN ACL",
     .library = "libascendcl.so",
     .device_prefix = "npu",

@@ -108,7 +108,7 @@ static void xpu_probe(dk_probe *p)
 
 static const dk_vendor xpu_vendor = {
     .name = "xpu",
-    .version = "0.1.0",
+    .version = RNGSNAP_VERSION_STRING,
     .runtime = "Level Zero",
     .library = "libze_loader.so.1",
     .device_prefix = "xpu",
