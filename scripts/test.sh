@@ -2,7 +2,8 @@
 # test.sh - the one command that runs the whole test suite from a fresh machine:
 #   installs what is missing (Debian/Ubuntu), configures and builds into build/,
 #   runs every Meson test suite (the backend matrix included), then the core,
-#   checkpoint and matrix suites again under valgrind, and ends with "N passed, N failed".
+#   checkpoint and matrix suites again under valgrind, the benchmark in its
+#   quick mode (figures only), and ends with "N passed, N failed".
 # Usage: bash scripts/test.sh [--werror] [--builddir DIR]
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -31,7 +32,8 @@ fi
 ninja -C "$builddir" || { echo "build failed"; echo "0 passed, 1 failed"; exit 1; }
 
 # Fresh logs only: the closing line must count this run's results.
-rm -f "$builddir"/meson-logs/plain*.json "$builddir"/meson-logs/valgrind*.json
+rm -f "$builddir"/meson-logs/plain*.json "$builddir"/meson-logs/valgrind*.json \
+      "$builddir"/meson-logs/bench*.json
 
 # Plain run of every suite, then core, checkpoint and matrix under valgrind.
 meson test -C "$builddir" --print-errorlogs --num-processes 2 \
@@ -41,11 +43,15 @@ meson test -C "$builddir" --print-errorlogs --num-processes 2 \
   --wrap 'valgrind --error-exitcode=1 --leak-check=full --errors-for-leak-kinds=definite --quiet' \
   --timeout-multiplier 10
 
+# The benchmark in its quick mode: figures for a person to compare run to
+# run (docs/performance.md); no thresholds.  It counts only if it fails to run.
+meson test -C "$builddir" --benchmark --verbose --logbase bench
+
 # The closing line, computed from Meson's machine-readable logs.
 python3 - "$builddir/meson-logs" <<'PY'
 import glob, json, os, sys
 passed = failed = skipped = 0
-for base in ("plain", "valgrind"):
+for base in ("plain", "valgrind", "bench"):
     # Meson appends the wrapper's name to the log base (valgrind-valgrind.json).
     paths = glob.glob(os.path.join(sys.argv[1], base + "*.json"))
     if len(paths) != 1:
