@@ -53,6 +53,9 @@ int cli_is_help(const char *arg);
 int cli_file_open(const char *cmd, const char *path, rngsnap_file **out,
                   int corrupt_is_check);
 
+/* The library's message and code of the last failed cli_file_open. */
+const char *cli_file_error(int *rc);
+
 /* Printable name of a state format ("philox4x32-10", or its four ASCII
  * characters, or hex) into buf. */
 const char *cli_format_name(uint32_t format, char *buf, size_t len);

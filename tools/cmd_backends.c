@@ -22,7 +22,9 @@ static void help(void)
         "devices are always marked), the devices with their names and the\n"
         "streams each device carries.\n"
         "\n"
-        "  --json   one JSON object on stdout instead of the table\n"
+        "  --json   one JSON object on stdout instead of the table; when the\n"
+        "           rng.ini cannot be used: {\"config\", \"error\",\n"
+        "           \"error_code\"} (and exit status 2)\n"
         "\n"
         "Exit status: 0 every required backend is available; 1 a required\n"
         "backend is unavailable; 2 usage or config error (bad rng.ini,\n"
@@ -108,6 +110,8 @@ int cmd_backends(const cli_globals *g0, int argc, char **argv)
     rngsnap *ctx = NULL;
     int rc = rngsnap_open(&ctx, ini, RNGSNAP_PROBE_ONLY);
     if (rc != RNGSNAP_OK) {
+        if (json)
+            json_error(stdout, "config", ini, rngsnap_errmsg(NULL), rc);
         cli_open_failed("backends", ini, origin);
         return CLI_USAGE;
     }

@@ -29,7 +29,9 @@ static void help(void)
         "\n"
         "  --json   one JSON object on stdout; 64-bit values are plain JSON\n"
         "           numbers (exact in Python; may exceed 2^53), checksums\n"
-        "           are 16-digit hex strings.\n"
+        "           are 16-digit hex strings.  A file that cannot be shown\n"
+        "           gives {\"file\", \"error\", \"error_code\"} (and the same\n"
+        "           exit status).\n"
         "\n"
         "Exit status: 0 shown; 1 the file is corrupt (checksum, truncation,\n"
         "unknown format: the reason is printed); 2 usage or I/O error.\n");
@@ -175,8 +177,14 @@ int cmd_inspect(const cli_globals *g, int argc, char **argv)
     }
     rngsnap_file *f;
     int rc = cli_file_open("inspect", path, &f, 1);
-    if (rc != CLI_OK)
+    if (rc != CLI_OK) {
+        if (json) {
+            int code;
+            const char *msg = cli_file_error(&code);
+            json_error(stdout, "file", path, msg, code);
+        }
         return rc;
+    }
     if (json)
         print_json(path, f);
     else

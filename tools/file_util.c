@@ -10,6 +10,17 @@
 
 #include "cli.h"
 
+/* The last failure of cli_file_open, for --json error objects. */
+static char last_err[1024];
+static int last_rc;
+
+const char *cli_file_error(int *rc)
+{
+    if (rc)
+        *rc = last_rc;
+    return last_err;
+}
+
 int cli_file_open(const char *cmd, const char *path, rngsnap_file **out,
                   int corrupt_is_check)
 {
@@ -17,6 +28,9 @@ int cli_file_open(const char *cmd, const char *path, rngsnap_file **out,
     int rc = rngsnap_file_open(path, out, err, sizeof err);
     if (rc == RNGSNAP_OK)
         return CLI_OK;
+    last_rc = rc;
+    snprintf(last_err, sizeof last_err, "%s", err[0] ? err
+             : rngsnap_strerror(rc));
     /* The library's message usually starts with the path already. */
     size_t pl = strlen(path);
     int named = strncmp(err, path, pl) == 0 && err[pl] == ':';

@@ -4,6 +4,8 @@
  * valid UTF-8 and written as \u00XX (Latin-1 reading) when they do not, so
  * the output always parses.
  */
+#include <rngsnap.h>
+
 #include "json.h"
 
 /* Length of the valid UTF-8 sequence at s, or 0. */
@@ -18,7 +20,20 @@ static int utf8_len(const unsigned char *s)
         n = 4;
     else
         return 0;
-    for (int i = 1; i < n; i++)
+    /* Second byte ranges of RFC 3629: no overlong forms, no surrogates,
+     * nothing above U+10FFFF (strict decoders refuse those). */
+    unsigned char lo = 0x80, hi = 0xbf;
+    if (s[0] == 0xe0)
+        lo = 0xa0;
+    else if (s[0] == 0xed)
+        hi = 0x9f;
+    else if (s[0] == 0xf0)
+        lo = 0x90;
+    else if (s[0] == 0xf4)
+        hi = 0x8f;
+    if (s[1] < lo || s[1] > hi)
+        return 0;
+    for (int i = 2; i < n; i++)
         if ((s[i] & 0xc0) != 0x80)
             return 0;
     return n;
@@ -55,4 +70,18 @@ void json_string(FILE *to, const char *s)
         }
     }
     fputc('"', to);
+}
+
+void json_error(FILE *to, const char *key, const char *value,
+                const char *message, int code)
+{
+    fputs("{\n  ", to);
+    json_string(to, key);
+    fputs(": ", to);
+    json_string(to, value);
+    fputs(",\n  \"error\": ", to);
+    json_string(to, message);
+    fputs(",\n  \"error_code\": ", to);
+    json_string(to, rngsnap_error_name(code));
+    fputs("\n}\n", to);
 }

@@ -125,6 +125,15 @@ def t_backends():
         expect_rc(2, "backends", "-c", bad)
         expect_rc(2, "backends", env={"RNGSNAP_CONFIG": bad})
         expect_rc(0, "-c", INI, "backends", env={"RNGSNAP_CONFIG": bad})
+        # --json stays JSON when the config cannot be used.
+        rc, out, err = expect_rc(2, "-c", bad, "backends", "--json")
+        try:
+            d = json.loads(out)
+            check(d["config"] == bad and "no_such_key" in d["error"] and
+                  d["error_code"] == "RNGSNAP_E_CONFIG",
+                  "backends --json on a bad rng.ini: an error object", out)
+        except (ValueError, KeyError) as e:
+            check(False, "backends --json on a bad rng.ini is JSON", f"{e}\n{out}")
         # A required backend whose plugin has no device -> listed, exit 1.
         nodev = os.path.join(tmp, "nodev.ini")
         plugdir = os.environ["RNGSNAP_PLUGIN_BUILD_DIR"]
@@ -152,6 +161,34 @@ def t_backends():
             check(rc == 1 and "unavailable" in out,
                   "required backend without a device: unavailable, exit 1",
                   f"rc={rc}\n{out}{err}")
+    # Cluster files: emulation is always visible, and RNGSNAP_NO_EMULATION
+    # turns it off (hardware or an actionable reason, never "emulated").
+    cdir = os.path.join(BUILD, "config", "clusters")
+    for name in ("cuda.ini", "gaudi.ini", "intel.ini", "ascend.ini"):
+        path = os.path.join(cdir, name)
+        if not os.path.exists(path):
+            continue
+        rc, out, err = run("-c", path, "backends", "--json")
+        rc2, out2, err2 = run("-c", path, "backends", "--json",
+                              env={"RNGSNAP_NO_EMULATION": "1"})
+        try:
+            dev = json.loads(out)["backends"][1]
+            dev2 = json.loads(out2)["backends"][1]
+        except (ValueError, KeyError, IndexError) as e:
+            check(False, f"backends --json -c clusters/{name}", f"{e}\n{out}{out2}")
+            continue
+        check(rc == 0 and dev["emulated"] and dev["state"] == "emulated" and
+              "emulat" in dev["status"] and
+              all("(emulated)" in d for d in dev["devices"]),
+              f"clusters/{name}: {dev['name']} shown as emulated", out)
+        if dev2["available"]:   # real hardware on this machine
+            check(rc2 == 0 and not dev2["emulated"],
+                  f"clusters/{name} with RNGSNAP_NO_EMULATION: real devices", out2)
+        else:
+            check(rc2 == 1 and dev2["state"] == "unavailable" and
+                  dev2["reason"] and "RNGSNAP_NO_EMULATION" in dev2["status"],
+                  f"clusters/{name} with RNGSNAP_NO_EMULATION: unavailable, "
+                  "reason, exit 1", f"rc={rc2}\n{out2}")
 
 
 def t_inspect():
@@ -195,6 +232,33 @@ def t_inspect():
             check(json.loads(out)["file"] == odd, "file name escaped in JSON")
         except ValueError as e:
             check(False, "file name escaped in JSON", str(e))
+        # Bytes that are not UTF-8 (overlong, surrogate, stray) in the name:
+        # the output must still be strict UTF-8 and JSON.
+        raw = os.path.join(os.fsencode(tmp), b"x\xe0\x80\x80\xed\xa0\x80\xff.rngsnap")
+        os.link(a, raw)
+        p = subprocess.run([RNGSNAP, "inspect", "--json", raw], capture_output=True)
+        try:
+            check(p.returncode == 0 and
+                  json.loads(p.stdout.decode("utf-8"))["sections"],
+                  "inspect --json: a non-UTF-8 file name gives strict UTF-8 JSON")
+        except (ValueError, KeyError) as e:
+            check(False, "inspect --json: non-UTF-8 file name", f"{e}\n{p.stdout!r}")
+        # A file that cannot be shown: still one JSON object, same exit codes.
+        bad = os.path.join(tmp, "torn.rngsnap")
+        with open(bad, "wb") as f:
+            f.write(open(a, "rb").read()[:100])
+        for path, want_rc, code in ((bad, 1, "RNGSNAP_E_CORRUPT"),
+                                    (os.path.join(tmp, "none"), 2, "RNGSNAP_E_IO"),
+                                    (tmp, 2, "RNGSNAP_E_IO")):
+            rc, out, err = expect_rc(want_rc, "inspect", "--json", path)
+            try:
+                d = json.loads(out)
+                check(d["file"] == path and d["error_code"] == code and
+                      d["error"] and path in err,
+                      f"inspect --json {os.path.basename(path)}: error object {code}",
+                      out + err)
+            except (ValueError, KeyError) as e:
+                check(False, f"inspect --json {path}: JSON error object", f"{e}\n{out}")
 
 
 def t_verify():
