@@ -55,6 +55,10 @@ if [ -f "$plugindir/rngsnap_cpu.so" ]; then ok "cpu plugin in $plugindir"; else 
 case "$plugindir" in */rngsnap-[0-9]*) ok "plugin folder is versioned";; *) bad "plugin folder $plugindir is not versioned";; esac
 if [ -f "$sysconfdir/rng.ini" ]; then ok "default rng.ini at $sysconfdir/rng.ini"; else bad "no default rng.ini at $sysconfdir/rng.ini (found: $(ls "$sysconfdir" 2>/dev/null | tr '\n' ' '))"; fi
 if [ -x "$prefix/bin/rngsnap" ]; then ok "rngsnap command installed"; else bad "rngsnap command not installed in $prefix/bin"; fi
+# The command finds its library from any prefix (RUNPATH $ORIGIN/../<libdir>),
+# without LD_LIBRARY_PATH or ldconfig: run the staged copy with neither.
+if out=$(env -u LD_LIBRARY_PATH "$prefix/bin/rngsnap" --version 2>&1); then ok "installed rngsnap runs without LD_LIBRARY_PATH ($out)"
+else bad "installed rngsnap does not run without LD_LIBRARY_PATH: $out"; fi
 export LD_LIBRARY_PATH=$libdir  # the staged library, not a system one
 
 # ---- build out of tree ---------------------------------------------------
