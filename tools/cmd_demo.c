@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -338,26 +339,38 @@ int cmd_demo(const cli_globals *g0, int argc, char **argv)
             help();
             return CLI_OK;
         }
-        if (i + 1 >= argc) {
+        int known = strcmp(a, "-c") == 0 || strcmp(a, "--config") == 0
+                    || strcmp(a, "--keep") == 0 || strcmp(a, "--steps") == 0
+                    || strcmp(a, "--save-at") == 0
+                    || strcmp(a, "--kill-at") == 0 || strcmp(a, "--seed") == 0;
+        if (!known) {
             cli_err("demo", "unexpected argument '%s' (see --help)", a);
             return CLI_USAGE;
         }
-        const char *val = argv[++i];
-        if (strcmp(a, "-c") == 0 || strcmp(a, "--config") == 0)
-            g.config = val;
-        else if (strcmp(a, "--keep") == 0)
-            keep = val;
-        else if (strcmp(a, "--steps") == 0 && parse_u(a, val, &v) == 0)
-            p.steps = (unsigned)v;
-        else if (strcmp(a, "--save-at") == 0 && parse_u(a, val, &v) == 0)
-            p.save_at = (unsigned)v;
-        else if (strcmp(a, "--kill-at") == 0 && parse_u(a, val, &v) == 0)
-            p.kill_at = (unsigned)v;
-        else if (strcmp(a, "--seed") == 0 && parse_u(a, val, &v) == 0)
-            p.seed = v;
-        else {
-            cli_err("demo", "bad option '%s' (see --help)", a);
+        if (i + 1 >= argc) {
+            cli_err("demo", "%s needs a value (see --help)", a);
             return CLI_USAGE;
+        }
+        const char *val = argv[++i];
+        if (strcmp(a, "-c") == 0 || strcmp(a, "--config") == 0) {
+            g.config = val;
+        } else if (strcmp(a, "--keep") == 0) {
+            keep = val;
+        } else if (parse_u(a, val, &v) != 0) {
+            return CLI_USAGE;  /* parse_u said why */
+        } else if (strcmp(a, "--seed") == 0) {
+            p.seed = v;
+        } else if (v > UINT_MAX) {
+            /* Steps are counted in an unsigned: never wrap silently. */
+            cli_err("demo", "%s %s is too large (at most %u)", a, val,
+                    UINT_MAX);
+            return CLI_USAGE;
+        } else if (strcmp(a, "--steps") == 0) {
+            p.steps = (unsigned)v;
+        } else if (strcmp(a, "--save-at") == 0) {
+            p.save_at = (unsigned)v;
+        } else {
+            p.kill_at = (unsigned)v;
         }
     }
     if (!(p.save_at >= 1 && p.save_at < p.kill_at && p.kill_at <= p.steps

@@ -86,6 +86,11 @@ def t_cli():
     expect_rc(2, "backends", "extra")
     expect_rc(2, "demo", "--steps", "many")
     expect_rc(2, "demo", "--save-at", "9", "--kill-at", "5")
+    rc, _, err = expect_rc(2, "demo", "--steps")
+    check("--steps needs a value" in err, "demo --steps without N says so", err)
+    # 2^32 + 1 must not wrap to 1 step.
+    rc, _, err = expect_rc(2, "demo", "--steps", str(2**32 + 1))
+    check("too large" in err, "demo --steps 2^32+1 is refused as too large", err)
     expect_rc(2, "verify", "/nonexistent/file.rngsnap")  # I/O error
 
 
