@@ -47,6 +47,13 @@ void cli_err(const char *cmd, const char *fmt, ...)
 /* True when arg is -h or --help. */
 int cli_is_help(const char *arg);
 
+/* -c FILE, --config FILE or --config=FILE at argv[*i], accepted by every
+ * subcommand (after the command as well as before it).  Returns 1 and
+ * sets *config (advancing *i past FILE), 0 when argv[*i] is something
+ * else, -1 after printing "CMD: -c needs a FILE". */
+int cli_config_arg(const char *cmd, int argc, char **argv, int *i,
+                   const char **config);
+
 /* Open and verify a checkpoint with rngsnap_file_open.  On failure print
  * "rngsnap CMD: PATH: reason" and return the exit code: CLI_FAIL for a
  * corrupt file when corrupt_is_check (verify, inspect), else CLI_USAGE. */

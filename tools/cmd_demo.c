@@ -339,8 +339,12 @@ int cmd_demo(const cli_globals *g0, int argc, char **argv)
             help();
             return CLI_OK;
         }
-        int known = strcmp(a, "-c") == 0 || strcmp(a, "--config") == 0
-                    || strcmp(a, "--keep") == 0 || strcmp(a, "--steps") == 0
+        int r = cli_config_arg("demo", argc, argv, &i, &g.config);
+        if (r < 0)
+            return CLI_USAGE;
+        if (r > 0)
+            continue;
+        int known = strcmp(a, "--keep") == 0 || strcmp(a, "--steps") == 0
                     || strcmp(a, "--save-at") == 0
                     || strcmp(a, "--kill-at") == 0 || strcmp(a, "--seed") == 0;
         if (!known) {
@@ -352,9 +356,7 @@ int cmd_demo(const cli_globals *g0, int argc, char **argv)
             return CLI_USAGE;
         }
         const char *val = argv[++i];
-        if (strcmp(a, "-c") == 0 || strcmp(a, "--config") == 0) {
-            g.config = val;
-        } else if (strcmp(a, "--keep") == 0) {
+        if (strcmp(a, "--keep") == 0) {
             keep = val;
         } else if (parse_u(a, val, &v) != 0) {
             return CLI_USAGE;  /* parse_u said why */

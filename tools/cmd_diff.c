@@ -96,6 +96,12 @@ int cmd_diff(const cli_globals *g, int argc, char **argv)
     const char *path[2] = {NULL, NULL};
     int all = 0, np = 0;
     for (int i = 1; i < argc; i++) {
+        const char *unused;
+        int r = cli_config_arg("diff", argc, argv, &i, &unused);
+        if (r < 0)
+            return CLI_USAGE;
+        if (r > 0)
+            continue; /* accepted like everywhere; no rng.ini is needed */
         if (cli_is_help(argv[i])) {
             help();
             return CLI_OK;

@@ -156,6 +156,12 @@ int cmd_inspect(const cli_globals *g, int argc, char **argv)
     const char *path = NULL;
     int json = 0;
     for (int i = 1; i < argc; i++) {
+        const char *unused;
+        int r = cli_config_arg("inspect", argc, argv, &i, &unused);
+        if (r < 0)
+            return CLI_USAGE;
+        if (r > 0)
+            continue; /* accepted like everywhere; no rng.ini is needed */
         if (cli_is_help(argv[i])) {
             help();
             return CLI_OK;

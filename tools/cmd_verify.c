@@ -26,6 +26,12 @@ int cmd_verify(const cli_globals *g, int argc, char **argv)
     (void)g;
     const char *path = NULL;
     for (int i = 1; i < argc; i++) {
+        const char *unused;
+        int r = cli_config_arg("verify", argc, argv, &i, &unused);
+        if (r < 0)
+            return CLI_USAGE;
+        if (r > 0)
+            continue; /* accepted like everywhere; no rng.ini is needed */
         if (cli_is_help(argv[i])) {
             help();
             return CLI_OK;

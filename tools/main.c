@@ -87,6 +87,28 @@ int cli_is_help(const char *arg)
     return strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0;
 }
 
+int cli_config_arg(const char *cmd, int argc, char **argv, int *i,
+                   const char **config)
+{
+    const char *a = argv[*i];
+    if (strncmp(a, "--config=", 9) == 0) {
+        if (!a[9]) {
+            cli_err(cmd, "--config= needs a FILE");
+            return -1;
+        }
+        *config = a + 9;
+        return 1;
+    }
+    if (strcmp(a, "-c") != 0 && strcmp(a, "--config") != 0)
+        return 0;
+    if (*i + 1 >= argc) {
+        cli_err(cmd, "%s needs a FILE", a);
+        return -1;
+    }
+    *config = argv[++*i];
+    return 1;
+}
+
 int main(int argc, char **argv)
 {
     cli_globals g = {.config = NULL, .argv0 = argv[0]};
@@ -102,17 +124,14 @@ int main(int argc, char **argv)
             printf("rngsnap %s (library %s)\n", RNGSNAP_VERSION_STRING,
                    rngsnap_version());
             return CLI_OK;
-        } else if (strcmp(a, "-c") == 0 || strcmp(a, "--config") == 0) {
-            if (i + 1 >= argc) {
-                cli_err(NULL, "%s needs a FILE", a);
+        } else {
+            int r = cli_config_arg(NULL, argc, argv, &i, &g.config);
+            if (r < 0)
+                return CLI_USAGE;
+            if (r == 0) {
+                cli_err(NULL, "unknown option '%s' (see rngsnap --help)", a);
                 return CLI_USAGE;
             }
-            g.config = argv[++i];
-        } else if (strncmp(a, "--config=", 9) == 0) {
-            g.config = a + 9;
-        } else {
-            cli_err(NULL, "unknown option '%s' (see rngsnap --help)", a);
-            return CLI_USAGE;
         }
     }
     if (i >= argc) {

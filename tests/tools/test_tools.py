@@ -92,6 +92,20 @@ def t_cli():
     rc, _, err = expect_rc(2, "demo", "--steps", str(2**32 + 1))
     check("too large" in err, "demo --steps 2^32+1 is refused as too large", err)
     expect_rc(2, "verify", "/nonexistent/file.rngsnap")  # I/O error
+    # -c/--config/--config=FILE work after every command too (inspect,
+    # verify and diff need no config and ignore it); -c without FILE is usage.
+    for args in (["backends", "--config=" + INI], ["backends", "--config", INI],
+                 ["--config=" + INI, "backends"]):
+        expect_rc(0, *args)
+    for sub in ("inspect", "verify", "diff", "demo", "backends"):
+        rc, _, err = expect_rc(2, sub, "-c")
+        check("-c needs a FILE" in err, f"{sub} -c without FILE says so", err)
+    expect_rc(2, "--config=", "backends")
+    with tempfile.TemporaryDirectory() as tmp:
+        a, b, _ = advance(tmp, n=3)
+        expect_rc(0, "inspect", "-c", INI, a)
+        expect_rc(0, "verify", "--config", INI, a)
+        expect_rc(1, "diff", "--config=" + INI, a, b)
 
 
 def t_backends():
