@@ -206,19 +206,24 @@ out:
 
 /* ---- load: matching ------------------------------------------------------ */
 
+/* live (a C string) equals the len-byte name from the file (no NUL
+ * inside, verified by the decoder).  strncmp, not memcmp: a live name
+ * shorter than len must not be read past its NUL. */
+static int name_is(const char *live, const char *file, size_t len)
+{
+    return strncmp(live, file, len) == 0 && live[len] == 0;
+}
+
 static int stream_is(const struct rngsnap_stream *e, const rs_fmt_section *s)
 {
     return e->device == s->pub.device
-           && memcmp(e->backend->name, s->pub.backend, s->backend_len) == 0
-           && e->backend->name[s->backend_len] == 0
-           && memcmp(e->name, s->pub.name, s->name_len) == 0
-           && e->name[s->name_len] == 0;
+           && name_is(e->backend->name, s->pub.backend, s->backend_len)
+           && name_is(e->name, s->pub.name, s->name_len);
 }
 
 static int app_is(const rs_app_state *a, const rs_fmt_section *s)
 {
-    return memcmp(a->name, s->pub.name, s->name_len) == 0
-           && a->name[s->name_len] == 0;
+    return name_is(a->name, s->pub.name, s->name_len);
 }
 
 /* Pair every section with its live entry: smap[entry] and amap[app] get
