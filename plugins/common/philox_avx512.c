@@ -5,9 +5,11 @@
  * in the low half of its lane.  vpmuludq then gives the full 32x32->64
  * product of the low halves directly, so a round is 2 multiplies, a shift
  * and a dword swap (the high halves) and 2 three-way XORs (vpternlog); the
- * junk left in the upper halves is never read by vpmuludq, and is dropped
- * when the words are packed for the store.  The 64-bit lanes also hold the whole 64-bit
- * block counter, so the carry into the counter's second word is free.
+ * junk left in the upper halves is never read by vpmuludq.  The last
+ * round packs the words while it XORs (px512_step_n), and one in-lane
+ * unpack per vector puts them in stream order.  The 64-bit lanes also hold
+ * the whole 64-bit block counter, so the carry into the counter's second
+ * word is free.
  * Six groups of 8 blocks run interleaved to hide the multiply latency:
  * 48 blocks (768 bytes of output) per step.
  */
@@ -20,6 +22,9 @@
                                  * ~8% slower, 8 spills registers) */
 /* Everything in registers: the loops over groups and rounds unrolled. */
 #define PX_UNROLL_G _Pragma("GCC unroll 8")
+/* The 12 output vectors of a step: unrolled whole, else gcc keeps them in
+ * a stack array and reloads each before its store. */
+#define PX_UNROLL_V _Pragma("GCC unroll 12")
 #define PX_STEP (PX_G * 8)    /* blocks per step             */
 
 typedef struct px_keys {
@@ -33,7 +38,9 @@ px512_step_n(const px_keys *ks, uint64_t block, __m512i sub_lo,
 {
     const __m512i m0 = _mm512_set1_epi64(PX_M0);
     const __m512i m1 = _mm512_set1_epi64(PX_M1);
-    const __m512i lane = _mm512_set_epi64(7, 6, 5, 4, 3, 2, 1, 0);
+    /* Lane l holds block 4*(l&1) + l/2 of the group, so that an in-lane
+     * unpack of the packed halves puts 4 consecutive blocks per vector. */
+    const __m512i lane = _mm512_set_epi64(7, 3, 6, 2, 5, 1, 4, 0);
     __m512i x0[PX_G], x1[PX_G], x2[PX_G], x3[PX_G];
     /* ng <= PX_G */
     PX_UNROLL_G
@@ -44,8 +51,8 @@ px512_step_n(const px_keys *ks, uint64_t block, __m512i sub_lo,
         x2[g] = sub_lo;
         x3[g] = sub_hi;
     }
-    _Pragma("GCC unroll 10")
-    for (int r = 0; r < 10; r++) {
+    _Pragma("GCC unroll 9")
+    for (int r = 0; r < 9; r++) {
         PX_UNROLL_G
         for (int g = 0; g < ng; g++) {
             __m512i p0 = _mm512_mul_epu32(x0[g], m0);
@@ -60,21 +67,26 @@ px512_step_n(const px_keys *ks, uint64_t block, __m512i sub_lo,
             x3[g] = p0;
         }
     }
-    /* Pack: lane b -> qwords (x0|x1<<32, x2|x3<<32), blocks in order. */
-    const __m512i pick = _mm512_set_epi32(30, 14, 28, 12, 26, 10, 24, 8,
-                                          22, 6, 20, 4, 18, 2, 16, 0);
-    const __m512i lo = _mm512_set_epi64(11, 3, 10, 2, 9, 1, 8, 0);
-    const __m512i hi = _mm512_set_epi64(15, 7, 14, 6, 13, 5, 12, 4);
+    /* Round 10 packs as it goes: the dword swap of a product puts its
+     * high half (to be XORed) low and its low half (an output word)
+     * high; XORing the low dwords only leaves each lane holding
+     * (x0 | x1 << 32) and (x2 | x3 << 32), the block's two qwords. */
     PX_UNROLL_G
     for (int g = 0; g < ng; g++) {
-        __m512i y01 = _mm512_permutex2var_epi32(x0[g], pick, x1[g]);
-        __m512i y23 = _mm512_permutex2var_epi32(x2[g], pick, x3[g]);
-        out[2 * g] = _mm512_permutex2var_epi64(y01, lo, y23);
-        out[2 * g + 1] = _mm512_permutex2var_epi64(y01, hi, y23);
+        __m512i p0 = _mm512_mul_epu32(x0[g], m0);
+        __m512i p1 = _mm512_mul_epu32(x2[g], m1);
+        __m512i s1 = _mm512_shuffle_epi32(p1, _MM_PERM_CDAB);
+        __m512i s0 = _mm512_shuffle_epi32(p0, _MM_PERM_CDAB);
+        __m512i y01 = _mm512_mask_ternarylogic_epi32(s1, 0x5555, x1[g],
+                                                     ks->k0[9], 0x96);
+        __m512i y23 = _mm512_mask_ternarylogic_epi32(s0, 0x5555, x3[g],
+                                                     ks->k1[9], 0x96);
+        out[2 * g] = _mm512_unpacklo_epi64(y01, y23);     /* blocks 0-3 */
+        out[2 * g + 1] = _mm512_unpackhi_epi64(y01, y23); /* blocks 4-7 */
     }
 }
 
-/* Convert one 64-byte vector of words to the dist's values, in place. */
+/* One whole step: 6 groups, 48 blocks, 12 vectors of words. */
 static inline __attribute__((always_inline)) void
 px512_step(const px_keys *ks, uint64_t block, __m512i sub_lo, __m512i sub_hi,
            __m512i out[2 * PX_G])
@@ -145,11 +157,11 @@ px512_fill_direct(rngsnap_dist dist, const px_ctr *c, void *out,
     for (; nblocks >= PX_STEP; nblocks -= PX_STEP, block += PX_STEP) {
         px512_step(&ks, block, sub_lo, sub_hi, v);
         if (nt) {
-            PX_UNROLL_G
+            PX_UNROLL_V
             for (int i = 0; i < 2 * PX_G; i++, o += 64)
                 _mm512_stream_si512((void *)o, px512_convert(dist, v[i]));
         } else {
-            PX_UNROLL_G
+            PX_UNROLL_V
             for (int i = 0; i < 2 * PX_G; i++, o += 64)
                 _mm512_storeu_si512((void *)o, px512_convert(dist, v[i]));
         }
