@@ -16,11 +16,20 @@ if declare -F rngsnap_install_deps >/dev/null; then
   rngsnap_install_deps || { echo "demo.sh: could not install the dependencies" >&2; exit 2; }
 fi
 
+# Build quietly (the demo's output is what matters); a failure shows the log.
 builddir=build
 if [ ! -f "$builddir/build.ninja" ]; then
-  meson setup "$builddir"
+  echo "demo.sh: configuring $builddir/ (log: $builddir/meson-logs/meson-log.txt)"
+  if ! out=$(meson setup "$builddir" 2>&1); then
+    echo "$out" >&2
+    echo "demo.sh: meson setup failed" >&2
+    exit 2
+  fi
 fi
-ninja -C "$builddir"
+echo "demo.sh: building $builddir/ (a minute or two the first time)"
+quiet=""
+ninja --help 2>&1 | grep -q -- --quiet && quiet="--quiet"
+ninja -C "$builddir" $quiet || { echo "demo.sh: build failed" >&2; exit 2; }
 
 echo
 exec "$builddir/tools/rngsnap" demo "$@"
