@@ -26,10 +26,13 @@ if [ ! -f "$builddir/build.ninja" ]; then
     exit 2
   fi
 fi
-echo "demo.sh: building $builddir/ (a minute or two the first time)"
-quiet=""
-ninja --help 2>&1 | grep -q -- --quiet && quiet="--quiet"
-ninja -C "$builddir" $quiet || { echo "demo.sh: build failed" >&2; exit 2; }
+log=$builddir/meson-logs/demo-build.log
+echo "demo.sh: building $builddir/ (a minute or two the first time; log: $log)"
+if ! ninja -C "$builddir" >"$log" 2>&1; then
+  tail -n 40 "$log" >&2
+  echo "demo.sh: build failed (whole log: $log)" >&2
+  exit 2
+fi
 
 echo
 exec "$builddir/tools/rngsnap" demo "$@"
