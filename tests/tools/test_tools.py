@@ -61,6 +61,62 @@ def advance(tmp, backend="cpu", device=0, stream="dropout", n=1000,
     return a, b, pos
 
 
+def parse_format_md(path, doc):
+    """Decode a checkpoint as docs/format.md describes it (checksums are
+    XXH3, not in Python's standard library: compared with inspect's)."""
+    import struct
+    d = open(path, "rb").read()
+    try:
+        assert d[:8] == b"RNGSNAP\0"
+        ver, hsize = struct.unpack_from("<II", d, 8)
+        lib = d[16:32].split(b"\0")[0].decode()
+        rank, world, created, count, reserved = struct.unpack_from("<iiqII", d, 32)
+        h = doc["header"]
+        assert (ver, hsize, reserved) == (1, 64, 0)
+        assert (lib, rank, world, created, count) == (
+            h["library_version"], h["rank"], h["world_size"],
+            h["created_unix"], h["section_count"])
+        pos = 64
+        for sec in doc["sections"]:
+            kind, size = struct.unpack_from("<II", d, pos)
+            q = pos + 8
+            bl, = struct.unpack_from("<H", d, q)
+            backend = d[q + 2:q + 2 + bl].decode()
+            assert d[q + 2 + bl] == 0
+            q += 3 + bl
+            device, nl = struct.unpack_from("<iH", d, q)
+            name = d[q + 6:q + 6 + nl].decode()
+            assert d[q + 6 + nl] == 0
+            q += 7 + nl
+            fmt, ssize = struct.unpack_from("<II", d, q)
+            state = d[q + 8:q + 8 + ssize]
+            q += 8 + ssize
+            checksum, = struct.unpack_from("<Q", d, q)
+            assert q + 8 - pos == size == 34 + bl + nl + ssize
+            assert kind == (1 if sec["kind"] == "stream" else 2)
+            assert name == sec["name"] and ssize == sec["state_size"]
+            assert f"{checksum:016x}" == sec["checksum"]
+            if kind == 1:
+                assert backend == sec["backend"] and device == sec["device"]
+                assert f"0x{fmt:08x}" == sec["state_format"]
+                if "philox" in sec:
+                    assert fmt == 0x31584850 and ssize == 24
+                    ph = sec["philox"]
+                    assert struct.unpack("<QQQ", state) == (
+                        ph["seed"], ph["subsequence"], ph["offset"])
+            else:
+                assert (bl, device, fmt) == (0, -1, 0)
+            pos += size
+        assert d[pos:pos + 8] == b"RNGSEND\0" and pos + 24 == len(d)
+        fsize, fsum = struct.unpack_from("<QQ", d, pos + 8)
+        assert fsize == len(d) == h["file_size"]
+        assert f"{fsum:016x}" == h["file_checksum"]
+        return True
+    except (AssertionError, struct.error, UnicodeDecodeError, KeyError) as e:
+        print(f"   format.md mismatch at {e!r}")
+        return False
+
+
 # ---- groups -------------------------------------------------------------
 
 def t_cli():
@@ -239,6 +295,9 @@ def t_inspect():
                   f"inspect shows {s['name']}'s Philox position", f"{got} != {want}")
             check(len(s["checksum"]) == 16 and s["checksum_ok"],
                   f"{s['name']} checksum shown")
+        # docs/format.md, read byte by byte here (no library), agrees with
+        # what inspect reports: header fields, section layout, trailer.
+        check(parse_format_md(b, doc), "file layout matches docs/format.md")
         # Text mode shows the same things.
         rc, out, err = expect_rc(0, "inspect", a)
         check("cpu:0/dropout" in out and "offset=0" in out and
