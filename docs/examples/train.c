@@ -160,7 +160,7 @@ int main(int argc, char **argv)
 
     /* 3. Restore or seed, before the first batch is fetched. */
     if (resume)
-        check(ctx, rngsnap_load(ctx, ckpt, 0), ckpt);
+        check(ctx, rngsnap_load(ctx, ckpt, 0), "resume");
     else
         check(ctx, rngsnap_seed_all(ctx, seed), "seed_all");
     printf("%s at step %" PRIu64 " with %zu streams\n",
@@ -171,7 +171,8 @@ int main(int argc, char **argv)
         train_step(ctx, &t);
         t.step = step;
         if (!resume && step == save_at) {
-            check(ctx, rngsnap_save(ctx, ckpt, RNGSNAP_SAVE_REPLACE), ckpt);
+            check(ctx, rngsnap_save(ctx, ckpt, RNGSNAP_SAVE_REPLACE),
+                  "checkpoint");
             printf("checkpoint saved at step %" PRIu64 "\n", step);
         }
     }
