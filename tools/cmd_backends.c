@@ -51,12 +51,12 @@ static void print_json(rngsnap *ctx, const char *ini, const char *origin)
     json_string(stdout, origin);
     printf(",\n  \"stream_count\": %zu,\n  \"backends\": [",
            rngsnap_stream_count(ctx));
-    size_t nb = rngsnap_backend_count(ctx);
+    size_t nb = rngsnap_backend_count(ctx), shown = 0;
     for (size_t i = 0; i < nb; i++) {
         rngsnap_backend_info b;
         if (rngsnap_backend_get(ctx, i, &b) != RNGSNAP_OK)
             continue;
-        printf("%s\n    {\"name\": ", i ? "," : "");
+        printf("%s\n    {\"name\": ", shown++ ? "," : "");
         json_string(stdout, b.name);
         printf(", \"state\": \"%s\", \"required\": %s, \"available\": %s, "
                "\"skipped\": %s, \"emulated\": %s,\n     \"plugin_path\": ",
@@ -82,7 +82,7 @@ static void print_json(rngsnap *ctx, const char *ini, const char *origin)
         }
         printf("]}");
     }
-    printf("%s]\n}\n", nb ? "\n  " : "");
+    printf("%s]\n}\n", shown ? "\n  " : "");
 }
 
 int cmd_backends(const cli_globals *g0, int argc, char **argv)
