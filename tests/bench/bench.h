@@ -24,6 +24,9 @@ typedef struct bench_summary {
     size_t fill_bytes; /* size the fill figures below are from */
     double u32, f32, f64, memset_, ref, ref_native, curand; /* GB/s */
     double threads2;   /* two threads / one thread, U32 64 MiB */
+    double threads2_memset; /* two threads U32 / memset (one core), 64 MiB */
+    double u32_memset_big;  /* u32 / memset at the largest size (256 MiB) */
+    size_t big_bytes;
     double draw_ns, open_us;
     double save3_us, load3_us, save160_us, load160_us; /* tmpfs, fsync */
     long long file160;
