@@ -401,6 +401,18 @@ static int backup_apps(struct rngsnap *ctx, const char *path, size_t **asz,
         return rs_error(ctx, RNGSNAP_E_NOMEM, "load %s: out of memory", path);
     for (size_t i = 0; i < ctx->napps; i++) {
         sz[i] = ctx->apps[i].ops.size(ctx->apps[i].user);
+        /* The bound a save applies: it also keeps the total from
+         * wrapping into a short allocation. */
+        if (sz[i] > RS_FMT_APP_STATE_MAX) {
+            int rc = rs_error(ctx, RNGSNAP_E_INVALID,
+                              "load %s: app state %s is %zu bytes, more "
+                              "than the %u a checkpoint holds; nothing "
+                              "restored",
+                              path, ctx->apps[i].name, sz[i],
+                              RS_FMT_APP_STATE_MAX);
+            free(sz);
+            return rc;
+        }
         total += sz[i];
     }
     uint8_t *b = malloc(total ? total : 1);
@@ -451,23 +463,33 @@ static int apply(struct rngsnap *ctx, const char *path, const rs_fmt_view *v,
     if (rc)
         return rc;
 
+    /* A failing set_state or load callback must leave its own state
+     * unchanged.  Its backup is put back anyway, against one that failed
+     * halfway; that retry is not counted as a failed rollback (what
+     * refuses every state of an entry changed nothing). */
+    p = backup;
     for (size_t e = 0; e < ctx->nstreams; e++) {
         const struct rngsnap_stream *s = &ctx->streams[e];
         const rngsnap_backend *vt = s->backend->vt;
         const rngsnap_file_section *sec = &v->sections[smap[e]].pub;
         if (vt->set_state(s->handle, sec->state, sec->state_size)
             != RNGSNAP_OK) {
-            char label[600], what[64];
+            char label[600], what[64], detail[RS_ERRMSG_MAX];
             rs_stream_label(s, label, sizeof label);
-            /* The failing entry itself is left as its plugin left it:
-             * a set_state that fails must not change the stream. */
+            /* Keep the plugin's words: rollback calls may overwrite
+             * them. */
+            memcpy(detail, ctx->errmsg, sizeof detail);
             size_t bad = rollback_streams(ctx, backup, e);
+            (void)vt->set_state(s->handle, p, vt->state_size);
+            memcpy(ctx->errmsg, detail, sizeof detail);
             snprintf(what, sizeof what, "set_state (rolled back%s) of",
                      bad ? ", ROLLBACK INCOMPLETE" : "");
             rc = plugin_error(ctx, RNGSNAP_E_BACKEND, what, path, label);
             goto out;
         }
+        p += vt->state_size;
     }
+    const uint8_t *ab = abuf;
     for (size_t i = 0; i < ctx->napps; i++) {
         const rs_app_state *a = &ctx->apps[i];
         const rngsnap_file_section *sec = &v->sections[amap[i]].pub;
@@ -475,6 +497,7 @@ static int apply(struct rngsnap *ctx, const char *path, const rs_fmt_view *v,
         if (arc != 0) {
             size_t bad = rollback_apps(ctx, abuf, asz, i)
                          + rollback_streams(ctx, backup, ctx->nstreams);
+            (void)a->ops.load(a->user, ab, asz[i]);
             rc = rs_error(ctx, RNGSNAP_E_BACKEND,
                           "load %s: app state %s: load callback returned %d; "
                           "%s",
@@ -483,6 +506,7 @@ static int apply(struct rngsnap *ctx, const char *path, const rs_fmt_view *v,
                               : "everything rolled back");
             goto out;
         }
+        ab += asz[i];
     }
 out:
     free(asz);
@@ -492,45 +516,18 @@ out:
 
 /* ---- load ---------------------------------------------------------------- */
 
-RNGSNAP_API int rngsnap_load(rngsnap *ctx, const char *path, unsigned flags)
+int rs_load_image(struct rngsnap *ctx, const char *path, const uint8_t *buf,
+                  size_t len)
 {
-    if (!ctx)
-        return RNGSNAP_E_INVALID;
-    if (!path || !*path)
-        return rs_error(ctx, RNGSNAP_E_INVALID, "load: no path given");
-    if (flags & ~LOAD_FLAGS)
-        return rs_error(ctx, RNGSNAP_E_INVALID, "load %s: unknown flags 0x%x",
-                        path, flags & ~LOAD_FLAGS);
-    int rc = rs_check_usable(ctx);
-    if (rc)
-        return rc;
-
-    /* The file this registry would write: its size is the read's hint,
-     * and the stream states' total the size of their backups. */
-    size_t hint = RS_FMT_HEADER_SIZE + RS_FMT_TRAILER_SIZE, backups = 0;
-    for (size_t e = 0; e < ctx->nstreams; e++) {
-        const struct rngsnap_stream *s = &ctx->streams[e];
-        uint32_t ss = s->backend->vt->state_size;
-        backups += ss;
-        hint += rs_fmt_section_size(strlen(s->backend->name),
-                                    strlen(s->name), ss);
-    }
-    for (size_t i = 0; i < ctx->napps; i++)
-        hint += rs_fmt_section_size(0, strlen(ctx->apps[i].name),
-                                    ctx->apps[i].ops.size(ctx->apps[i].user));
+    size_t backups = 0;
+    for (size_t e = 0; e < ctx->nstreams; e++)
+        backups += ctx->streams[e].backend->vt->state_size;
 
     char err[RS_ERRMSG_MAX];
-    uint8_t *buf;
-    size_t len;
-    rc = rs_store_read(path, hint, &buf, &len, err, sizeof err);
-    if (rc)
-        return rs_error(ctx, rc, "load %s", err);
     rs_fmt_view v;
-    rc = rs_fmt_decode(buf, len, path, 0, &v, err, sizeof err);
-    if (rc) {
-        free(buf);
+    int rc = rs_fmt_decode(buf, len, path, 0, &v, err, sizeof err);
+    if (rc)
         return rs_error(ctx, rc, "%s; nothing restored", err);
-    }
     uint8_t *scratch = NULL;
     if (v.header.rank != ctx->rank || v.header.world_size != ctx->world_size) {
         rc = rs_error(ctx, RNGSNAP_E_MISMATCH,
@@ -560,6 +557,42 @@ RNGSNAP_API int rngsnap_load(rngsnap *ctx, const char *path, unsigned flags)
 out:
     free(scratch);
     rs_fmt_view_free(&v);
+    return rc;
+}
+
+RNGSNAP_API int rngsnap_load(rngsnap *ctx, const char *path, unsigned flags)
+{
+    if (!ctx)
+        return RNGSNAP_E_INVALID;
+    if (!path || !*path)
+        return rs_error(ctx, RNGSNAP_E_INVALID, "load: no path given");
+    if (flags & ~LOAD_FLAGS)
+        return rs_error(ctx, RNGSNAP_E_INVALID, "load %s: unknown flags 0x%x",
+                        path, flags & ~LOAD_FLAGS);
+    int rc = rs_check_usable(ctx);
+    if (rc)
+        return rc;
+
+    /* The file this registry would write: its size is the read's hint
+     * (only a hint: a wrong one costs one more read() at most). */
+    size_t hint = RS_FMT_HEADER_SIZE + RS_FMT_TRAILER_SIZE;
+    for (size_t e = 0; e < ctx->nstreams; e++) {
+        const struct rngsnap_stream *s = &ctx->streams[e];
+        hint += rs_fmt_section_size(strlen(s->backend->name),
+                                    strlen(s->name),
+                                    s->backend->vt->state_size);
+    }
+    for (size_t i = 0; i < ctx->napps; i++)
+        hint += rs_fmt_section_size(0, strlen(ctx->apps[i].name),
+                                    ctx->apps[i].ops.size(ctx->apps[i].user));
+
+    char err[RS_ERRMSG_MAX];
+    uint8_t *buf;
+    size_t len;
+    rc = rs_store_read(path, hint, &buf, &len, err, sizeof err);
+    if (rc)
+        return rs_error(ctx, rc, "load %s", err);
+    rc = rs_load_image(ctx, path, buf, len);
     free(buf);
     return rc;
 }

@@ -456,7 +456,9 @@ static int handler(void *user, const char *section, const char *name,
         return 0;
     /* Guard: some inih builds copy keys into MAX_NAME bytes (release 55
      * points into the line); compare with the line. */
-    size_t klen = strcspn(p->cur, "=:");
+    size_t klen = 0; /* bounded by the line: data need not end in NUL */
+    while (klen < p->cur_len && p->cur[klen] != '=' && p->cur[klen] != ':')
+        klen++;
     while (klen && isspace((unsigned char)p->cur[klen - 1]))
         klen--;
     if (klen != strlen(name))
@@ -572,15 +574,25 @@ int rs_config_load(struct rngsnap *ctx, const char *ini_path, rs_config *cfg)
     else
         *slash = '\0';
 
+    char *data = NULL;
+    size_t len = 0;
+    int rc = read_file(ctx, abs, &data, &len);
+    if (rc)
+        return rc;
+    rc = rs_config_parse(ctx, data, len, cfg);
+    free(data);
+    return rc;
+}
+
+int rs_config_parse(struct rngsnap *ctx, const char *data, size_t len,
+                    rs_config *cfg)
+{
     rs_parse p;
     memset(&p, 0, sizeof p);
     p.ctx = ctx;
     p.cfg = cfg;
-    char *data = NULL;
-    int rc = read_file(ctx, abs, &data, &p.len);
-    if (rc)
-        return rc;
     p.data = data;
+    p.len = len;
     int ret = ini_parse_stream(reader, &p, handler, &p);
     if (ret > 0 && (!p.err || ret < p.err_line)) {
         /* A line inih could not parse (no '=' or ':', no ']'). */
@@ -594,7 +606,6 @@ int rs_config_load(struct rngsnap *ctx, const char *ini_path, rs_config *cfg)
     } else if (ret == -2 && !p.err) {
         p.err = rs_error(ctx, RNGSNAP_E_NOMEM, "out of memory in inih");
     }
-    free(data);
     free(p.seen);
     if (p.err)
         return p.err;

@@ -24,6 +24,11 @@ typedef struct rs_config {
  * Returns RNGSNAP_OK or RNGSNAP_E_CONFIG / RNGSNAP_E_NOMEM with ctx's
  * message naming file, line and key. */
 int rs_config_load(struct rngsnap *ctx, const char *ini_path, rs_config *cfg);
+/* The parsing part of rs_config_load: the text data[0..len) (len bytes,
+ * any bytes) of the file ctx->ini_path names, cfg->ini_dir already set.
+ * Also the entry point of the config fuzzer (tests/fuzz). */
+int rs_config_parse(struct rngsnap *ctx, const char *data, size_t len,
+                    rs_config *cfg);
 void rs_config_free(rs_config *cfg);
 
 /* Free the config-owned members of one backend slot (not the plugin). */

@@ -55,6 +55,14 @@ uint64_t rs_derive_seed(uint64_t user_seed, const char *backend, int device,
  * 0 when all differ. */
 int rs_find_duplicate(const uint64_t *seeds, size_t n, size_t *i, size_t *j);
 
+/* ---- checkpoint.c ---- */
+
+/* The whole of rngsnap_load after the read: decode and verify buf[0..len)
+ * (named path in messages), match it against the registry, restore all or
+ * nothing.  Also the entry point of the load fuzzer (tests/fuzz). */
+int rs_load_image(struct rngsnap *ctx, const char *path, const uint8_t *buf,
+                  size_t len);
+
 /* ---- small helpers (errors.c) ---- */
 
 char *rs_strdup(const char *s);

@@ -174,13 +174,18 @@ int rngsnap_seed_all(rngsnap *ctx, uint64_t seed)
             snprintf(la, sizeof la, "seed of %s",
                      rs_stream_label(s, lb, sizeof lb));
             rc = rs_plugin_rc(ctx, s->backend, prc, la);
+            /* Entries 0..k (k too: its seed may have failed halfway);
+             * the message above is already formatted. */
+            char keep[RS_ERRMSG_MAX];
+            memcpy(keep, ctx->errmsg, sizeof keep);
             size_t back = 0;
-            for (size_t r = 0; r < k; r++) {
+            for (size_t r = 0; r <= k; r++) {
                 struct rngsnap_stream *t = &ctx->streams[r];
                 size_t sz = t->backend->vt->state_size;
                 t->backend->vt->set_state(t->handle, saved + back, sz);
                 back += sz;
             }
+            memcpy(ctx->errmsg, keep, sizeof keep);
             goto out;
         }
         off += s->backend->vt->state_size;
