@@ -425,8 +425,9 @@ int cmd_demo(const cli_globals *g0, int argc, char **argv)
     rngsnap_file *f;
     if (cli_file_open("demo", ckpt, &f, 0) != CLI_OK)
         goto out;
-    printf("checkpoint survived the kill: %s (%zu sections, verified)\n",
-           ckpt, rngsnap_file_section_count(f));
+    printf("checkpoint survived the kill: %s (%zu sections, verified%s)\n",
+           ckpt, rngsnap_file_section_count(f),
+           keep ? "" : "; deleted at exit, --keep DIR keeps it");
     rngsnap_file_close(f);
     if (run_reporting(&p, "resume", resumed, nstreams, &nr) != 0
         || run_reporting(&p, "full", full, nstreams, &nf) != 0)
