@@ -4,7 +4,9 @@
 - docs/user-guide.md embeds docs/examples/train.c verbatim;
 - docs/rng-ini.md documents every key the core's rng.ini parser and the
   built-in plugins accept (read from the sources, not from a list here);
-- every subcommand of `rngsnap --help` is described in the user guide.
+- every subcommand of `rngsnap --help` is described in the user guide;
+- every relative link of README.md and docs/*.md resolves;
+- the README's two quickstart commands name scripts that exist.
 """
 import os
 import re
@@ -53,6 +55,38 @@ cmds = re.findall(r"^  ([a-z]+) ", out.split("Commands:")[1].split("Options:")[0
 check(len(cmds) >= 5, f"rngsnap --help lists commands {cmds}")
 for c in cmds:
     check(f"`rngsnap {c}" in guide, f"user guide describes `rngsnap {c}`")
+
+# Every relative link of README.md and docs/*.md names a file that exists
+# (and a #section that exists, for links into our own pages).
+def anchors(md):
+    out = set()
+    for h in re.findall(r"^#+ (.*)$", md, re.M):
+        a = re.sub(r"[^a-z0-9 _-]", "", h.strip().lower()).replace(" ", "-")
+        out.add(a)
+    return out
+
+pages = ["README.md"] + ["docs/" + f for f in sorted(os.listdir(os.path.join(src, "docs")))
+                         if f.endswith(".md")]
+broken = []
+for page in pages:
+    text = read(page)
+    for target in re.findall(r"\]\(([^)\s]+)\)", text):
+        if re.match(r"[a-z]+:", target):
+            continue
+        path, _, frag = target.partition("#")
+        full = os.path.normpath(os.path.join(src, os.path.dirname(page), path)) if path \
+            else os.path.join(src, page)
+        if not os.path.exists(full):
+            broken.append(f"{page}: {target}")
+        elif frag and full.endswith(".md") and frag not in anchors(open(full).read()):
+            broken.append(f"{page}: {target} (no such section)")
+check(not broken, f"links of {len(pages)} pages resolve", "; ".join(broken))
+
+# The README's two quickstart commands are the scripts that exist.
+readme = read("README.md")
+for cmd in ("bash scripts/demo.sh", "bash scripts/test.sh"):
+    check(f"\n{cmd}\n" in readme and os.path.exists(os.path.join(src, cmd.split()[1])),
+          f"README quickstart: {cmd}")
 
 print(f"{len(fails)} failure(s)")
 sys.exit(1 if fails else 0)
