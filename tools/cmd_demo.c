@@ -391,8 +391,13 @@ int cmd_demo(const cli_globals *g0, int argc, char **argv)
     /* The checkpoint lives in a private folder, removed at the end. */
     char dir[4096], ckpt[4200];
     if (keep) {
-        if (mkdir(keep, 0700) != 0 && errno != EEXIST) {
-            cli_err("demo", "%s: %s", keep, strerror(errno));
+        struct stat st;
+        if (mkdir(keep, 0700) != 0
+            && (errno != EEXIST || stat(keep, &st) != 0
+                || !S_ISDIR(st.st_mode))) {
+            cli_err("demo", "--keep %s: %s", keep,
+                    errno == EEXIST ? "exists and is not a folder"
+                                    : strerror(errno));
             return CLI_USAGE;
         }
         snprintf(dir, sizeof dir, "%s", keep);

@@ -157,6 +157,8 @@ def t_cli():
         rc, _, err = expect_rc(2, sub, "-c")
         check("-c needs a FILE" in err, f"{sub} -c without FILE says so", err)
     expect_rc(2, "--config=", "backends")
+    rc, _, err = expect_rc(2, "demo", "--keep", INI)   # a file, not a folder
+    check("not a folder" in err and INI in err, "demo --keep FILE says so", err)
     with tempfile.TemporaryDirectory() as tmp:
         a, b, _ = advance(tmp, n=3)
         expect_rc(0, "inspect", "-c", INI, a)
