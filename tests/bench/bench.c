@@ -210,6 +210,19 @@ static void bench_fill(void *buf)
             snprintf(impl, sizeof impl, "rngsnap %s", philox_isa_name(best));
             fill_row(impl, philox_isa_name(best), dist_names[d], bytes, t, ms);
         }
+        if (bytes >= (64u << 20)) {
+            /* non-temporal stores (off by default: RNGSNAP_PHILOX_NT_MIN) */
+            size_t keep = px_nt_threshold;
+            px_nt_threshold = 0;
+            j.dist = RNGSNAP_U32;
+            j.isa = PHILOX_ISA_AUTO;
+            char impl[64];
+            snprintf(impl, sizeof impl, "rngsnap %s nt",
+                     philox_isa_name(best));
+            fill_row(impl, philox_isa_name(best), "u32", bytes,
+                     bench_time(run_engine, &j), ms);
+            px_nt_threshold = keep;
+        }
         for (int isa = PHILOX_ISA_SCALAR; isa < PHILOX_ISA_COUNT; isa++) {
             if (isa == (int)best || !philox_isa_supported((philox_isa)isa))
                 continue;
