@@ -239,6 +239,21 @@ static void set_state_failure_rolls_back(void **state)
             "fail_set_state_on_device = 1");
 }
 
+/* A set_state that changes its stream and then fails: that stream is put
+ * back too, not only the ones set before it. */
+static void half_done_set_state_rolls_back(void **state)
+{
+    (void)state;
+    const char *bad = ini("[backend.multidev]\nplugin = rngsnap_multidev\n"
+                          "streams = a, b\ndevices = 3\n"
+                          "half_set_state_on_device = 1\n\n" MD2_X);
+    save_with(bad, ckpt("half.ckpt"));
+    refused(bad, ckpt("half.ckpt"), RNGSNAP_E_BACKEND, "multidev:1/a");
+    /* the message is the failing call's, not a rollback call's */
+    refused(bad, ckpt("half.ckpt"), RNGSNAP_E_BACKEND,
+            "state changed, then failed");
+}
+
 static void get_state_failure_fails_save(void **state)
 {
     (void)state;
@@ -263,6 +278,7 @@ typedef struct app {
     char data[64];
     size_t len;
     int fail_load, fail_save;
+    int fail_after_copy; /* load copies the bytes in, then fails */
 } app;
 
 static size_t app_size(void *u) { return ((app *)u)->len; }
@@ -284,7 +300,7 @@ static int app_load(void *u, const void *buf, size_t len)
         return -2;
     memcpy(a->data, buf, len);
     a->len = len;
-    return 0;
+    return a->fail_after_copy ? -4 : 0;
 }
 static const rngsnap_state_ops app_ops = {app_size, app_save, app_load};
 
@@ -334,6 +350,18 @@ static void app_state_round_trip(void **state)
     ct_snap after = ct_take(ctx);
     assert_true(ct_snap_equal(before, after));
     ct_snap_free(&after);
+
+    /* the load callback of gen fails after taking the bytes in: gen is
+     * put back too */
+    app_set(&gen, "gen now");
+    gen.fail_after_copy = 1;
+    assert_int_equal(rngsnap_load(ctx, ckpt("app.ckpt"), 0),
+                     RNGSNAP_E_BACKEND);
+    assert_msg(ctx, "everything rolled back");
+    assert_int_equal(gen.len, strlen("gen now"));
+    assert_memory_equal(gen.data, "gen now", gen.len);
+    assert_memory_equal(progress.data, "progress now", progress.len);
+    gen.fail_after_copy = 0;
 
     /* a failing save callback: save refused, load refused untouched */
     gen.fail_load = 0;
@@ -607,6 +635,7 @@ int main(void)
         cmocka_unit_test(order_of_backends_does_not_matter),
         cmocka_unit_test(rank_mismatch),
         cmocka_unit_test(set_state_failure_rolls_back),
+        cmocka_unit_test(half_done_set_state_rolls_back),
         cmocka_unit_test(get_state_failure_fails_save),
         cmocka_unit_test(app_state_round_trip),
         cmocka_unit_test(app_state_on_one_side_only),

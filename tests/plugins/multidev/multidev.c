@@ -11,7 +11,10 @@
  *
  * Test hooks (rng.ini options): fail_set_state_on_device = D makes every
  * set_state of a stream on device D fail without changing it;
- * fail_get_state_on_device = D does the same for get_state.
+ * fail_get_state_on_device = D does the same for get_state;
+ * half_set_state_on_device = D makes every set_state on device D store
+ * the new state and THEN fail (a plugin failing halfway: the core must
+ * put that stream back too).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,7 +33,7 @@
 typedef struct md_ctx {
     const rngsnap_host *host;
     int devices;
-    int fail_set_dev, fail_get_dev;
+    int fail_set_dev, fail_get_dev, half_set_dev;
     char names[MD_MAX_DEVICES][32];
     char status[64];
 } md_ctx;
@@ -91,6 +94,9 @@ static int md_open(const rngsnap_host *host, void **bctx)
     if (!rc)
         rc = int_option(host, "fail_get_state_on_device", -1, -1,
                         MD_MAX_DEVICES, &c->fail_get_dev);
+    if (!rc)
+        rc = int_option(host, "half_set_state_on_device", -1, -1,
+                        MD_MAX_DEVICES, &c->half_set_dev);
     if (rc) {
         free(c);
         return rc;
@@ -211,6 +217,11 @@ static int md_set_state(void *stream, const void *buf, size_t len)
     }
     st->s[0] = get64(buf);
     st->s[1] = get64((const uint8_t *)buf + 8);
+    if (st->device == st->ctx->half_set_dev) {
+        h->error(h, "test hook: half_set_state_on_device = %d (state "
+                 "changed, then failed)", st->device);
+        return RNGSNAP_E_BACKEND;
+    }
     return RNGSNAP_OK;
 }
 
