@@ -51,6 +51,34 @@ double bench_time(void (*fn)(void *), void *arg)
     return t[runs / 2];
 }
 
+/* bench_time for n (fn, arg) pairs at once, their runs interleaved
+ * (run r of each, then run r+1 ...), so that a change of load on a shared
+ * machine hits them alike and their ratios hold.  t[i]: median of fn[i]. */
+void bench_time_n(void (*const *fn)(void *), void *const *arg, int n,
+                  double *t)
+{
+    double s[16][64];
+    int runs = B.runs < 64 ? B.runs : 64;
+    n = n < 16 ? n : 16;
+    for (int i = 0; i < n; i++)
+        fn[i](arg[i]); /* warm up */
+    for (int r = 0; r < runs; r++)
+        for (int i = 0; i < n; i++) {
+            long reps = 0;
+            double t0 = bench_now(), t1;
+            do {
+                fn[i](arg[i]);
+                reps++;
+                t1 = bench_now();
+            } while (t1 - t0 < B.min_s);
+            s[i][r] = (t1 - t0) / (double)reps;
+        }
+    for (int i = 0; i < n; i++) {
+        qsort(s[i], (size_t)runs, sizeof s[i][0], cmp_double);
+        t[i] = s[i][runs / 2];
+    }
+}
+
 void bench_section(const char *title)
 {
     if (!B.json_only)
@@ -192,23 +220,29 @@ static void bench_fill(void *buf)
     for (size_t si = 0; si < nsizes; si++) {
         size_t bytes = sizes[si];
         fill_job j = {.buf = buf, .bytes = bytes, .pos = {1234, 0, 0}};
-        double ms = bench_time(run_memset, &j);
+        /* memset and every dist, runs interleaved (bench_time_n) */
+        fill_job jd[RNGSNAP_DIST_COUNT + 1];
+        void (*fns[RNGSNAP_DIST_COUNT + 1])(void *);
+        void *args[RNGSNAP_DIST_COUNT + 1];
+        double td[RNGSNAP_DIST_COUNT + 1];
+        for (int d = 0; d <= RNGSNAP_DIST_COUNT; d++) {
+            jd[d] = j;
+            jd[d].dist = (rngsnap_dist)(d < RNGSNAP_DIST_COUNT ? d : 0);
+            jd[d].isa = PHILOX_ISA_AUTO;
+            fns[d] = d < RNGSNAP_DIST_COUNT ? run_engine : run_memset;
+            args[d] = &jd[d];
+        }
+        bench_time_n(fns, args, RNGSNAP_DIST_COUNT + 1, td);
+        double ms = td[RNGSNAP_DIST_COUNT];
         fill_row("memset", "libc", "-", bytes, ms, ms);
 
-        double t_u32 = 0, t_f32 = 0, t_f64 = 0;
+        double t_u32 = td[RNGSNAP_U32], t_f32 = td[RNGSNAP_F32],
+               t_f64 = td[RNGSNAP_F64];
         for (int d = 0; d < RNGSNAP_DIST_COUNT; d++) {
-            j.dist = (rngsnap_dist)d;
-            j.isa = PHILOX_ISA_AUTO;
-            double t = bench_time(run_engine, &j);
-            if (d == RNGSNAP_U32)
-                t_u32 = t;
-            if (d == RNGSNAP_F32)
-                t_f32 = t;
-            if (d == RNGSNAP_F64)
-                t_f64 = t;
             char impl[64];
             snprintf(impl, sizeof impl, "rngsnap %s", philox_isa_name(best));
-            fill_row(impl, philox_isa_name(best), dist_names[d], bytes, t, ms);
+            fill_row(impl, philox_isa_name(best), dist_names[d], bytes, td[d],
+                     ms);
         }
         if (bytes >= (64u << 20)) {
             /* non-temporal stores (off by default: RNGSNAP_PHILOX_NT_MIN) */

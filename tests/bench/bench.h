@@ -38,6 +38,9 @@ double bench_now(void);
 /* Median seconds per call of fn(arg) over B.runs runs, each run
  * repeating fn until B.min_s has passed (or at least once). */
 double bench_time(void (*fn)(void *), void *arg);
+/* The same for n <= 16 functions, their runs interleaved; t[i] for fn[i]. */
+void bench_time_n(void (*const *fn)(void *), void *const *arg, int n,
+                  double *t);
 
 /* Print a section header (table only). */
 void bench_section(const char *title);
