@@ -2,7 +2,9 @@
 # test.sh - the one command that runs the whole test suite from a fresh machine:
 #   installs what is missing (Debian/Ubuntu), configures and builds into build/,
 #   runs every Meson test suite (the backend matrix included), then the core,
-#   checkpoint and matrix suites again under valgrind, the benchmark in its
+#   checkpoint and matrix suites again under valgrind, then builds again
+#   with ASan + UBSan into <builddir>/asan and runs the core, checkpoint,
+#   matrix, engine and fuzz-replay suites there, the benchmark in its
 #   quick mode (figures only), and ends with "N passed, N failed".
 # Usage: bash scripts/test.sh [--werror] [--builddir DIR]
 set -uo pipefail
@@ -43,20 +45,54 @@ meson test -C "$builddir" --print-errorlogs --num-processes 2 \
   --wrap 'valgrind --error-exitcode=1 --leak-check=full --errors-for-leak-kinds=definite --quiet' \
   --timeout-multiplier 10
 
+# ASan + UBSan: a second build folder inside the first, the whole project
+# built with the sanitizers (plugins are dlopen'ed, hence b_lundef=false).
+# Leaks are errors, and any undefined behaviour stops the test.
+asandir="$builddir/asan"
+rm -f "$asandir"/meson-logs/asan*.json
+if [ -f "$asandir/build.ninja" ]; then
+  meson configure "$asandir" -Dwerror="$werror" >/dev/null
+else
+  meson setup "$asandir" -Dwerror="$werror" -Db_sanitize=address,undefined \
+    -Db_lundef=false >/dev/null || echo "asan: meson setup failed"
+fi
+# Known finding, not in this pass's code: the engine (plugins/common) stores
+# doubles through the 4-byte-aligned pointers that tests/engine/test_engine.c
+# hands it on purpose (UBSan "store to misaligned address").  Suppressed for
+# those two files and that one check only, until the engine owner fixes it;
+# every other check stays on for the engine suite.
+supp="$(cd "$builddir" && pwd)/ubsan.supp"
+cat > "$supp" <<'SUPP'
+alignment:philox_convert.h
+alignment:philox_loop.h
+SUPP
+if ninja -C "$asandir" > "$builddir/asan-build.log" 2>&1; then
+  ASAN_OPTIONS=detect_leaks=1 \
+  UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1:suppressions=$supp" \
+  meson test -C "$asandir" --no-rebuild --print-errorlogs --num-processes 2 \
+    --suite core --suite checkpoint --suite matrix --suite engine \
+    --suite fuzz --logbase asan --timeout-multiplier 3
+else
+  tail -n 40 "$builddir/asan-build.log"
+  echo "asan: build failed (log: $builddir/asan-build.log)"
+fi
+
 # The benchmark in its quick mode: figures for a person to compare run to
 # run (docs/performance.md); no thresholds.  It counts only if it fails to run.
 meson test -C "$builddir" --benchmark --verbose --logbase bench
 
 # The closing line, computed from Meson's machine-readable logs.
-python3 - "$builddir/meson-logs" <<'PY'
+python3 - "$builddir/meson-logs" "$asandir/meson-logs" <<'PY'
 import glob, json, os, sys
 passed = failed = skipped = 0
-for base in ("plain", "valgrind", "bench"):
+logs, asan_logs = sys.argv[1], sys.argv[2]
+for folder, base in ((logs, "plain"), (logs, "valgrind"), (asan_logs, "asan"),
+                     (logs, "bench")):
     # Meson appends the wrapper's name to the log base (valgrind-valgrind.json).
-    paths = glob.glob(os.path.join(sys.argv[1], base + "*.json"))
+    paths = glob.glob(os.path.join(folder, base + "*.json"))
     if len(paths) != 1:
         failed += 1
-        print(f"no single {base}*.json test log in {sys.argv[1]}")
+        print(f"no single {base}*.json test log in {folder}")
         continue
     path, name = paths[0], base
     for line in open(path):
