@@ -8,8 +8,13 @@
  * encoder writes: every section re-encoded from its decoded fields gives
  * the same bytes, and the sections tile the file between header and
  * trailer; with RS_FMT_CHECK_DUPLICATES no two sections share a key.
+ * The raw bytes also go through the public rngsnap_file_open (from a
+ * memfd), which must give the decoder's answer.
  */
+#include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include <rngsnap/backend.h>
 
@@ -63,7 +68,29 @@ static void check_accepted(const uint8_t *buf, size_t len,
     FUZZ_CHECK(v->header.file_size == len, "file_size");
 }
 
-static void decode(const uint8_t *buf, size_t len, unsigned flags)
+/* rngsnap_file_open of the bytes, through a file: the same code as
+ * decode() behind the read.  Returns its code; *count gets the sections. */
+static int file_open(const uint8_t *buf, size_t len, size_t *count)
+{
+    int fd = memfd_create("rngsnap-fuzz", MFD_CLOEXEC);
+    FUZZ_CHECK(fd >= 0, "memfd_create");
+    FUZZ_CHECK(write(fd, buf, len) == (ssize_t)len, "write");
+    char path[64], err[512];
+    snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
+    rngsnap_file *f = NULL;
+    int rc = rngsnap_file_open(path, &f, err, sizeof err);
+    close(fd);
+    FUZZ_CHECK((rc == RNGSNAP_OK) == (f != NULL), "file handle and rc %d",
+               rc);
+    *count = rngsnap_file_section_count(f);
+    for (size_t i = 0; i < *count; i++)
+        FUZZ_CHECK(rngsnap_file_section_at(f, i) != NULL, "section %zu", i);
+    FUZZ_CHECK(rngsnap_file_section_at(f, *count) == NULL, "past the end");
+    rngsnap_file_close(f);
+    return rc;
+}
+
+static int decode(const uint8_t *buf, size_t len, unsigned flags)
 {
     rs_fmt_view v;
     char err[512];
@@ -85,19 +112,27 @@ static void decode(const uint8_t *buf, size_t len, unsigned flags)
                 FUZZ_CHECK(!same, "sections %u and %u share a key", j, i);
             }
         rs_fmt_view_free(&v);
-        return;
+        return rc;
     }
     FUZZ_CHECK(rc == RNGSNAP_E_CORRUPT || rc == RNGSNAP_E_NOMEM,
                "decode returned %d", rc);
     FUZZ_CHECK(strncmp(err, "fuzz: ", 6) == 0, "message '%s'", err);
     FUZZ_CHECK(v.sections == NULL, "sections kept after a refusal");
+    return rc;
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     decode(data, size, 0);
     uint8_t *fixed = fuzz_fix_checksums(data, size);
-    decode(fixed, size, RS_FMT_CHECK_DUPLICATES);
+    int rc = decode(fixed, size, RS_FMT_CHECK_DUPLICATES);
+    size_t count;
+    FUZZ_CHECK(file_open(fixed, size, &count) == rc,
+               "rngsnap_file_open and the decoder disagree");
+    FUZZ_CHECK(rc != RNGSNAP_OK || count == (size_t)(size >= 52
+                   ? (uint32_t)(fixed[48] | fixed[49] << 8 | fixed[50] << 16
+                                | (uint32_t)fixed[51] << 24) : 0),
+               "section count");
     free(fixed);
     return 0;
 }
