@@ -172,6 +172,28 @@ static void px_slow(px_fill_fn fill, const rngsnap_philox *p, uint64_t off,
     }
 }
 
+/* out is not aligned for the value type, and a typed store through it
+ * would be undefined in C: draw through an aligned buffer instead, in
+ * pieces of whole units (an even count of normals), so the stream advances
+ * exactly as by one call. */
+static int px_generate_unaligned(rngsnap_philox *st, rngsnap_dist dist,
+                                 char *out, size_t n, philox_isa isa)
+{
+    double piece[512]; /* 4 KiB, aligned for every value type */
+    size_t size = px_units[dist].size;
+    size_t per = sizeof piece / size; /* a multiple of 2: whole units */
+    while (n > 0) {
+        size_t k = n < per ? n : per;
+        int rc = philox_generate_isa(st, dist, piece, k, isa);
+        if (rc != RNGSNAP_OK)
+            return rc;
+        memcpy(out, piece, k * size);
+        out += k * size;
+        n -= k;
+    }
+    return RNGSNAP_OK;
+}
+
 int philox_generate_isa(rngsnap_philox *st, rngsnap_dist dist, void *out,
                         size_t n, philox_isa isa)
 {
@@ -183,6 +205,8 @@ int philox_generate_isa(rngsnap_philox *st, rngsnap_dist dist, void *out,
         return RNGSNAP_E_INVALID; /* the 64-bit word offset would wrap */
     if (n == 0)
         return RNGSNAP_OK;
+    if ((uintptr_t)out % px_units[dist].size != 0)
+        return px_generate_unaligned(st, dist, out, n, isa);
     philox_isa real;
     int rc = philox_isa_resolve(isa, &real, NULL);
     if (rc != RNGSNAP_OK)
