@@ -54,6 +54,15 @@ int cli_is_help(const char *arg);
 int cli_config_arg(const char *cmd, int argc, char **argv, int *i,
                    const char **config);
 
+/* What cli_common_arg made of argv[*i]. */
+enum { CLI_ARG_BAD = -1, CLI_ARG_OWN = 0, CLI_ARG_TAKEN = 1, CLI_ARG_HELP = 2 };
+
+/* The arguments every subcommand accepts wherever they stand: -c/--config
+ * FILE (via cli_config_arg, into *config) and -h/--help (help() printed).
+ * CLI_ARG_OWN: argv[*i] is the subcommand's own to parse. */
+int cli_common_arg(const char *cmd, int argc, char **argv, int *i,
+                   const char **config, void (*help)(void));
+
 /* Open and verify a checkpoint with rngsnap_file_open.  On failure print
  * "rngsnap CMD: PATH: reason" and return the exit code: CLI_FAIL for a
  * corrupt file when corrupt_is_check (verify, inspect), else CLI_USAGE. */

@@ -88,17 +88,15 @@ static void print_json(rngsnap *ctx, const char *ini, const char *origin)
 int cmd_backends(const cli_globals *g0, int argc, char **argv)
 {
     cli_globals g = *g0;
-    int json = 0, r;
+    int json = 0;
     for (int i = 1; i < argc; i++) {
-        if (cli_is_help(argv[i])) {
-            help();
-            return CLI_OK;
-        } else if (strcmp(argv[i], "--json") == 0) {
+        int r = cli_common_arg("backends", argc, argv, &i, &g.config, help);
+        if (r == CLI_ARG_TAKEN)
+            continue;
+        if (r != CLI_ARG_OWN)
+            return r == CLI_ARG_HELP ? CLI_OK : CLI_USAGE;
+        if (strcmp(argv[i], "--json") == 0) {
             json = 1;
-        } else if ((r = cli_config_arg("backends", argc, argv, &i,
-                                       &g.config)) != 0) {
-            if (r < 0)
-                return CLI_USAGE;
         } else {
             cli_err("backends", "unexpected argument '%s' (see --help)",
                     argv[i]);

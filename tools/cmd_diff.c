@@ -96,16 +96,13 @@ int cmd_diff(const cli_globals *g, int argc, char **argv)
     const char *path[2] = {NULL, NULL};
     int all = 0, np = 0;
     for (int i = 1; i < argc; i++) {
-        const char *unused;
-        int r = cli_config_arg("diff", argc, argv, &i, &unused);
-        if (r < 0)
-            return CLI_USAGE;
-        if (r > 0)
-            continue; /* accepted like everywhere; no rng.ini is needed */
-        if (cli_is_help(argv[i])) {
-            help();
-            return CLI_OK;
-        } else if (strcmp(argv[i], "--all") == 0) {
+        const char *unused; /* -c is accepted; no rng.ini is needed */
+        int r = cli_common_arg("diff", argc, argv, &i, &unused, help);
+        if (r == CLI_ARG_TAKEN)
+            continue;
+        if (r != CLI_ARG_OWN)
+            return r == CLI_ARG_HELP ? CLI_OK : CLI_USAGE;
+        if (strcmp(argv[i], "--all") == 0) {
             all = 1;
         } else if ((argv[i][0] == '-' && argv[i][1] != '\0') || np == 2) {
             cli_err("diff", "unexpected argument '%s' (see --help)", argv[i]);

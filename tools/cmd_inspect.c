@@ -156,16 +156,13 @@ int cmd_inspect(const cli_globals *g, int argc, char **argv)
     const char *path = NULL;
     int json = 0;
     for (int i = 1; i < argc; i++) {
-        const char *unused;
-        int r = cli_config_arg("inspect", argc, argv, &i, &unused);
-        if (r < 0)
-            return CLI_USAGE;
-        if (r > 0)
-            continue; /* accepted like everywhere; no rng.ini is needed */
-        if (cli_is_help(argv[i])) {
-            help();
-            return CLI_OK;
-        } else if (strcmp(argv[i], "--json") == 0) {
+        const char *unused; /* -c is accepted; no rng.ini is needed */
+        int r = cli_common_arg("inspect", argc, argv, &i, &unused, help);
+        if (r == CLI_ARG_TAKEN)
+            continue;
+        if (r != CLI_ARG_OWN)
+            return r == CLI_ARG_HELP ? CLI_OK : CLI_USAGE;
+        if (strcmp(argv[i], "--json") == 0) {
             json = 1;
         } else if (argv[i][0] == '-' && argv[i][1] != '\0') {
             cli_err("inspect", "unknown option '%s' (see --help)", argv[i]);

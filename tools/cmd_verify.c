@@ -26,16 +26,13 @@ int cmd_verify(const cli_globals *g, int argc, char **argv)
     (void)g;
     const char *path = NULL;
     for (int i = 1; i < argc; i++) {
-        const char *unused;
-        int r = cli_config_arg("verify", argc, argv, &i, &unused);
-        if (r < 0)
-            return CLI_USAGE;
-        if (r > 0)
-            continue; /* accepted like everywhere; no rng.ini is needed */
-        if (cli_is_help(argv[i])) {
-            help();
-            return CLI_OK;
-        } else if ((argv[i][0] == '-' && argv[i][1] != '\0') || path) {
+        const char *unused; /* -c is accepted; no rng.ini is needed */
+        int r = cli_common_arg("verify", argc, argv, &i, &unused, help);
+        if (r == CLI_ARG_TAKEN)
+            continue;
+        if (r != CLI_ARG_OWN)
+            return r == CLI_ARG_HELP ? CLI_OK : CLI_USAGE;
+        if ((argv[i][0] == '-' && argv[i][1] != '\0') || path) {
             cli_err("verify", "unexpected argument '%s' (see --help)",
                     argv[i]);
             return CLI_USAGE;

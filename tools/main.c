@@ -109,6 +109,17 @@ int cli_config_arg(const char *cmd, int argc, char **argv, int *i,
     return 1;
 }
 
+int cli_common_arg(const char *cmd, int argc, char **argv, int *i,
+                   const char **config, void (*help)(void))
+{
+    if (cli_is_help(argv[*i])) {
+        help();
+        return CLI_ARG_HELP;
+    }
+    int r = cli_config_arg(cmd, argc, argv, i, config);
+    return r < 0 ? CLI_ARG_BAD : r > 0 ? CLI_ARG_TAKEN : CLI_ARG_OWN;
+}
+
 int main(int argc, char **argv)
 {
     cli_globals g = {.config = NULL, .argv0 = argv[0]};
