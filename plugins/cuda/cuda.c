@@ -133,8 +133,8 @@ static const dk_vendor cuda_vendor = {
     .memory = RNGSNAP_MEMORY_DEVICE,
     .fill = cuda_fill,
 #else
-    .build_note = "built without GPU support (no nvcc): generates into "
-                  "host memory",
+    .build_note = "built without GPU support (" RNGSNAP_CUDA_MISSING
+                  "): generates into host memory",
 #endif
 };
 
