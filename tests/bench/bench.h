@@ -29,6 +29,7 @@ typedef struct bench_summary {
     size_t big_bytes;
     double draw_ns, open_us;
     double save3_us, load3_us, save160_us, load160_us; /* tmpfs, fsync */
+    double floor_save3_us, floor_load3_us; /* bare system calls, same file */
     long long file160;
 } bench_summary;
 
@@ -52,6 +53,16 @@ void bench_note(const char *fmt, ...)
     __attribute__((format(printf, 1, 2)))
 #endif
     ;
+
+/* The system calls alone of a save (with and without the fsyncs) and a
+ * load of a bytes-long file in dir (bench_floor.c): a job made once, and
+ * three functions to time with bench_time or bench_time_n. */
+typedef struct floor_job floor_job;
+floor_job *bench_floor_job(const char *dir, size_t bytes);
+void bench_floor_save_sync(void *job);
+void bench_floor_save_nosync(void *job);
+void bench_floor_load(void *job);
+void bench_floor_done(floor_job *job);
 
 /* The straightforward Philox4x32-10 loop (bench_ref.c), built twice. */
 void bench_ref_fill_project(uint64_t seed, uint64_t sub, uint64_t block,

@@ -2,7 +2,8 @@
  * bench_api.c - rngsnap-bench through the public API: rngsnap_open with
  * five backends (cpu + the four device plugins, emulated), one U32 drawn
  * through a stream handle, and save/load of 3, 40 and 160 entries to tmpfs
- * (/dev/shm) and to disk (/var/tmp), with and without the fsyncs.
+ * (/dev/shm) and to disk (/var/tmp), with and without the fsyncs, each
+ * next to the bare system calls of the same save and load (bench_floor.c).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -209,12 +210,29 @@ static void bench_checkpoint(void)
             snprintf(path, sizeof path, "%s/rngsnap-bench-%d.ckpt", dirs[d][1],
                      (int)getpid());
             ckpt_job js = {ctx, path, 0}, jn = {ctx, path, RNGSNAP_SAVE_NO_SYNC};
-            double save_sync = bench_time(run_save, &js);
-            double save_nosync = bench_time(run_save, &jn);
-            double load = bench_time(run_load, &js);
+            run_save(&js);
             struct stat st;
             long long size = stat(path, &st) == 0 ? (long long)st.st_size : -1;
+            /* The library and the bare system calls of the same save and
+             * load, their runs interleaved so that both see the same
+             * machine. */
+            floor_job *fj = size > 0 ? bench_floor_job(dirs[d][1], (size_t)size)
+                                     : NULL;
+            if (fj == NULL) {
+                bench_note("cannot write %s", path);
+                unlink(path);
+                continue;
+            }
+            void (*const fns[6])(void *) = {
+                run_save, run_save, run_load, bench_floor_save_sync,
+                bench_floor_save_nosync, bench_floor_load};
+            void *const args[6] = {&js, &jn, &js, fj, fj, fj};
+            double t[6];
+            bench_time_n(fns, args, 6, t);
+            double save_sync = t[0], save_nosync = t[1], load = t[2];
+            double f_sync = t[3], f_nosync = t[4], f_load = t[5];
             unlink(path);
+            bench_floor_done(fj);
             char fields[320], text[320];
             snprintf(fields, sizeof fields,
                      "\"entries\":%zu,\"fs\":\"%s\",\"dir\":\"%s\","
@@ -228,9 +246,22 @@ static void bench_checkpoint(void)
                      entries, dirs[d][0], save_sync * 1e6, save_nosync * 1e6,
                      load * 1e6, size);
             bench_row("checkpoint", fields, text);
+            snprintf(fields, sizeof fields,
+                     "\"entries\":%zu,\"fs\":\"%s\",\"file_bytes\":%lld,"
+                     "\"save_fsync_us\":%.2f,\"save_nosync_us\":%.2f,"
+                     "\"load_us\":%.2f",
+                     entries, dirs[d][0], size, f_sync * 1e6, f_nosync * 1e6,
+                     f_load * 1e6);
+            snprintf(text, sizeof text,
+                     "  %-15s system calls alone: save %6.1f us (fsync) %7.1f "
+                     "us (no sync), load %6.1f us",
+                     "", f_sync * 1e6, f_nosync * 1e6, f_load * 1e6);
+            bench_row("checkpoint_syscalls", fields, text);
             if (d == 0 && entries == 3) {
                 S.save3_us = save_sync * 1e6;
                 S.load3_us = load * 1e6;
+                S.floor_save3_us = f_sync * 1e6;
+                S.floor_load3_us = f_load * 1e6;
             }
             if (d == 0 && entries == 160) {
                 S.save160_us = save_sync * 1e6;
