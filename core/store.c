@@ -332,9 +332,13 @@ int rs_store_read(const char *path, size_t hint, uint8_t **buf, size_t *len,
             goto fail;
         }
         got += (size_t)r;
-        if (got < cap)
-            break; /* short read (or none): end of file */
-        /* Larger than expected: ask the file its size, bound it, grow. */
+        /* Short read: end of file, unless nothing came at all, where an
+         * empty file and /dev/null or a FIFO must be told apart (a
+         * checkpoint is never empty, so this costs a valid load nothing). */
+        if (got < cap && got > 0)
+            break;
+        /* Larger than expected, or empty: ask the file its size and kind,
+         * bound it, grow. */
         struct stat st;
         if (fstat(fd, &st) != 0) {
             rc = say(err, errlen, RNGSNAP_E_IO, "%s: cannot stat: %s", path,
@@ -346,6 +350,8 @@ int rs_store_read(const char *path, size_t hint, uint8_t **buf, size_t *len,
                      path);
             goto fail;
         }
+        if (got == 0)
+            break; /* an empty regular file: the decoder says "empty" */
         size_t want = (uint64_t)st.st_size > got ? (size_t)st.st_size : got;
         if (want > RS_FMT_FILE_MAX || cap > RS_FMT_FILE_MAX) {
             rc = say(err, errlen, RNGSNAP_E_CORRUPT,

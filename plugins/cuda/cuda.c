@@ -36,8 +36,7 @@ typedef struct cuda_state {
 
 static void cuda_probe(dk_probe *p)
 {
-    void *lib = dk_dlopen(p, "install the NVIDIA driver, or set "
-                             "emulate_devices");
+    void *lib = dk_dlopen(p, "install the NVIDIA driver");
     if (lib == NULL)
         return;
     static const char *const names[] = {"cuInit", "cuDeviceGetCount",

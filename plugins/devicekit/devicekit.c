@@ -31,6 +31,7 @@ typedef struct dk_ctx {
     dk_probe probe;       /* what the real runtime reported             */
     int emulate;          /* emulate_devices (0: off)                   */
     int no_emulation_env; /* RNGSNAP_NO_EMULATION overrode emulate      */
+    int emulation_forbidden; /* RNGSNAP_NO_EMULATION is set              */
     int count;            /* devices this backend exposes               */
     char emu_name[DK_MAX_DEVICES][DK_NAME_LEN];
     char status[DK_STATUS_LEN];
@@ -82,8 +83,9 @@ static int dk_read_options(dk_ctx *c)
     if (rc != RNGSNAP_OK)
         return rc;
     const char *env = getenv("RNGSNAP_NO_EMULATION");
-    if (c->emulate > 0 && env != NULL && env[0] != '\0'
-        && strcmp(env, "0") != 0) {
+    c->emulation_forbidden = env != NULL && env[0] != '\0'
+                             && strcmp(env, "0") != 0;
+    if (c->emulate > 0 && c->emulation_forbidden) {
         c->no_emulation_env = 1;
         c->emulate = 0;
     }
@@ -130,7 +132,7 @@ static void dk_make_status(dk_ctx *c)
     } else {
         dk_append(s, DK_STATUS_LEN, "0 devices: %s", c->probe.reason);
     }
-    if (c->no_emulation_env)
+    if (c->no_emulation_env && c->count > 0) /* else the reason says it */
         dk_append(s, DK_STATUS_LEN, "; emulate_devices ignored "
                   "(RNGSNAP_NO_EMULATION is set)");
     if (v->build_note != NULL)
@@ -167,6 +169,17 @@ static int dk_open(const rngsnap_host *host, void **bctx)
         c->probe.count = DK_MAX_DEVICES;
     if (c->probe.count == 0 && c->probe.reason[0] == '\0')
         dk_reason(&c->probe, "%s reported no devices", v->runtime);
+    /* What else can be done, said once here for every vendor: emulation,
+     * but only where RNGSNAP_NO_EMULATION does not forbid it. */
+    if (c->probe.count == 0 && c->emulate == 0) {
+        if (c->no_emulation_env)
+            dk_append(c->probe.reason, sizeof c->probe.reason,
+                      "; emulate_devices ignored (RNGSNAP_NO_EMULATION is "
+                      "set)");
+        else if (!c->emulation_forbidden)
+            dk_append(c->probe.reason, sizeof c->probe.reason,
+                      "; to run without the hardware, set emulate_devices");
+    }
 
     if (c->emulate > 0) {
         c->count = c->emulate;

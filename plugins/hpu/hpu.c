@@ -22,7 +22,7 @@ typedef int (*syn_device_get_count_fn)(uint32_t *count);
 static void hpu_probe(dk_probe *p)
 {
     void *lib = dk_dlopen(p, "install the Habana SynapseAI software "
-                             "(habanalabs-graph) or set emulate_devices");
+                             "(habanalabs-graph)");
     if (lib == NULL)
         return;
     static const char *const names[] = {"synInitialize",

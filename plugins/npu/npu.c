@@ -22,7 +22,7 @@ typedef const char *(*aclrt_get_soc_name_fn)(void);
 static void npu_probe(dk_probe *p)
 {
     void *lib = dk_dlopen(p, "install the Ascend CANN toolkit and source "
-                             "its set_env.sh, or set emulate_devices");
+                             "its set_env.sh");
     if (lib == NULL)
         return;
     static const char *const names[] = {"aclInit", "aclrtGetDeviceCount"};

@@ -43,8 +43,7 @@ static void xpu_probe(dk_probe *p)
 {
     void *lib = dk_dlopen(p, "install the oneAPI Level Zero loader "
                              "(Debian: libze1) and an Intel GPU driver "
-                             "(intel-level-zero-gpu), or set "
-                             "emulate_devices");
+                             "(intel-level-zero-gpu)");
     if (lib == NULL)
         return;
     static const char *const names[] = {"zeInit", "zeDriverGet",
@@ -60,7 +59,7 @@ static void xpu_probe(dk_probe *p)
     if (r != ZE_RESULT_SUCCESS) {
         dk_reason(p, "Level Zero loader present (%s), no driver: zeInit "
                   "returned %s (0x%x); install an Intel GPU driver "
-                  "(intel-level-zero-gpu) or set emulate_devices",
+                  "(intel-level-zero-gpu)",
                   p->library, xpu_result_name(r), (unsigned)r);
         return;
     }

@@ -225,9 +225,26 @@ static void test_no_emulation_env(void **state)
     assert_int_equal(rc, RNGSNAP_E_UNAVAILABLE);
     assert_null(ctx);
     assert_non_null(strstr(msg, "libSynapse.so"));
+    /* It says why emulation did not happen, and does not offer it. */
+    assert_non_null(strstr(msg, "emulate_devices ignored "
+                                "(RNGSNAP_NO_EMULATION is set)"));
+    assert_null(strstr(msg, "set emulate_devices"));
     /* Without the variable the same file emulates. */
     assert_int_equal(rngsnap_open(&ctx, ini, 0), RNGSNAP_OK);
     rngsnap_close(ctx);
+    /* No emulate_devices in the file and the variable set: the reason
+     * offers no emulation either (a hardware runner cannot use it). */
+    write_ini("[backend.hpu]\nplugin = rngsnap_hpu\nrequired = true\n"
+              "streams = default\n"
+              "runtime_library = /nonexistent/rngsnap-test/libSynapse.so\n");
+    setenv("RNGSNAP_NO_EMULATION", "1", 1);
+    rc = rngsnap_open(&ctx, ini, 0);
+    msg = rngsnap_errmsg(NULL);
+    printf("# RNGSNAP_NO_EMULATION=1, no emulate_devices: %s\n", msg);
+    unsetenv("RNGSNAP_NO_EMULATION");
+    assert_int_equal(rc, RNGSNAP_E_UNAVAILABLE);
+    assert_non_null(strstr(msg, "libSynapse.so"));
+    assert_null(strstr(msg, "emulate_devices"));
 }
 
 static void expect_config_error(const char *body, const char *key,

@@ -377,6 +377,15 @@ def t_verify():
         check(rc == 1 and bad in err, "verify names the file and the reason", err)
         rc, out, err = run("inspect", bad)
         check(rc == 1, "inspect of a corrupt file exits 1", f"rc={rc}")
+        # What is not a regular file is an I/O error (exit 2), whether it
+        # reads as empty (/dev/null, a FIFO) or endless (/dev/zero).
+        fifo = os.path.join(tmp, "fifo")
+        os.mkfifo(fifo)
+        for dev in ("/dev/null", "/dev/zero", fifo):
+            rc, out, err = run("verify", dev)
+            check(rc == 2 and "not a regular file" in err and dev in err,
+                  f"verify {dev}: not a regular file, exit 2",
+                  f"rc={rc} {err}")
 
 
 def t_diff():
