@@ -14,6 +14,7 @@
 
 #include <cmocka.h>
 
+#include "clean_env.h"
 #include "context.h"
 
 #ifndef MULTIDEV_DIR
@@ -43,12 +44,7 @@ static void link_plugin(const char *from_dir, const char *file,
 
 const char *ct_setup_dir(void)
 {
-    unsetenv("RNGSNAP_PLUGIN_PATH");
-    unsetenv("RNGSNAP_CONFIG");
-    const char *rank_vars[] = {"RANK", "WORLD_SIZE", "OMPI_COMM_WORLD_RANK",
-                               "OMPI_COMM_WORLD_SIZE", "PMI_RANK", "PMI_SIZE"};
-    for (size_t i = 0; i < sizeof rank_vars / sizeof *rank_vars; i++)
-        unsetenv(rank_vars[i]);
+    test_clean_env();
     const char *tmp = getenv("TMPDIR");
     snprintf(scratch, sizeof scratch, "%s/rngsnap-ckpt-XXXXXX",
              tmp && *tmp ? tmp : "/tmp");

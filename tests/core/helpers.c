@@ -18,16 +18,6 @@
 static char th_dir[4096];
 static char th_path[4096 + 256];
 
-void th_clean_env(void)
-{
-    static const char *vars[] = {
-        "RNGSNAP_PLUGIN_PATH", "RNGSNAP_CONFIG", "RNGSNAP_LOG", "RANK",
-        "WORLD_SIZE", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE",
-        "PMI_RANK", "PMI_SIZE"};
-    for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++)
-        unsetenv(vars[i]);
-}
-
 const char *th_tmpdir(void)
 {
     if (!th_dir[0]) {
@@ -132,7 +122,7 @@ rngsnap *th_open_ok(const char *ini_path, unsigned flags)
 int th_group_setup(void **state)
 {
     (void)state;
-    th_clean_env();
+    test_clean_env();
     th_tmpdir();
     return 0;
 }

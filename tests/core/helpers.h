@@ -5,10 +5,9 @@
 #ifndef RNGSNAP_TESTS_CORE_HELPERS_H
 #define RNGSNAP_TESTS_CORE_HELPERS_H
 
+#include "clean_env.h" /* test_clean_env() */
 #include <rngsnap.h>
 
-/* Clear the variables that would change what rngsnap_open does. */
-void th_clean_env(void);
 /* A fresh folder under $TMPDIR (or /tmp); removed by th_cleanup. */
 const char *th_tmpdir(void);
 void th_cleanup(void);

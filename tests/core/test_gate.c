@@ -148,7 +148,7 @@ static void test_with_real_load(void **state)
 static int setup(void **state)
 {
     (void)state;
-    th_clean_env();
+    test_clean_env();
     snprintf(ini, sizeof ini, "%s",
              th_ini("[backend.good]\ndevices = 2\n"
                     "streams = default, dropout\n"));

@@ -33,7 +33,7 @@ static void expect_rank(int rank, int world)
 static void test_defaults(void **state)
 {
     (void)state;
-    th_clean_env();
+    test_clean_env();
     expect_rank(0, 1);
 }
 
@@ -45,19 +45,19 @@ static void test_each_launcher(void **state)
         {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"},
         {"PMI_RANK", "PMI_SIZE"}};
     for (size_t i = 0; i < 3; i++) {
-        th_clean_env();
+        test_clean_env();
         setenv(pairs[i][0], "3", 1);
         setenv(pairs[i][1], "8", 1);
         expect_rank(3, 8);
     }
     /* torchrun's variables win over MPI's. */
-    th_clean_env();
+    test_clean_env();
     setenv("RANK", "1", 1);
     setenv("WORLD_SIZE", "2", 1);
     setenv("OMPI_COMM_WORLD_RANK", "5", 1);
     setenv("OMPI_COMM_WORLD_SIZE", "6", 1);
     expect_rank(1, 2);
-    th_clean_env();
+    test_clean_env();
 }
 
 static void test_bad_variables(void **state)
@@ -79,7 +79,7 @@ static void test_bad_variables(void **state)
         {{"RANK", "99999999999", "WORLD_SIZE", "4"}, {"RANK=", "integer"}},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        th_clean_env();
+        test_clean_env();
         setenv(cases[i].vars[0], cases[i].vars[1], 1);
         if (cases[i].vars[2])
             setenv(cases[i].vars[2], cases[i].vars[3], 1);
@@ -88,13 +88,13 @@ static void test_bad_variables(void **state)
         if (cases[i].want[1])
             th_contains(msg, cases[i].want[1]);
     }
-    th_clean_env();
+    test_clean_env();
 }
 
 static void test_set_rank(void **state)
 {
     (void)state;
-    th_clean_env();
+    test_clean_env();
     rngsnap *ctx = th_open_ok(ini, 0);
     int r, w;
     assert_int_equal(rngsnap_set_rank(ctx, 2, 3), RNGSNAP_OK);
@@ -118,7 +118,7 @@ static void test_set_rank(void **state)
 static int setup(void **state)
 {
     (void)state;
-    th_clean_env();
+    test_clean_env();
     snprintf(ini, sizeof ini, "%s", th_ini("[backend.good]\n"));
     return 0;
 }

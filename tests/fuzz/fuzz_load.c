@@ -26,6 +26,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "clean_env.h"
 #include "context.h"
 #include "format.h"
 #include "fuzz.h"
@@ -135,11 +136,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
     (void)argc;
     (void)argv;
-    unsetenv("RNGSNAP_PLUGIN_PATH");
-    const char *rank_vars[] = {"RANK", "WORLD_SIZE", "OMPI_COMM_WORLD_RANK",
-                               "OMPI_COMM_WORLD_SIZE", "PMI_RANK", "PMI_SIZE"};
-    for (size_t i = 0; i < sizeof rank_vars / sizeof *rank_vars; i++)
-        unsetenv(rank_vars[i]);
+    test_clean_env();
     const char *tmp = getenv("TMPDIR");
     char dir[512];
     snprintf(dir, sizeof dir, "%s/rngsnap-fuzz-XXXXXX",
