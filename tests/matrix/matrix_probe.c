@@ -59,20 +59,32 @@ static void get_backend(rngsnap *ctx, const char *name,
     fail_msg("backend %s not listed", name);
 }
 
+/* An ini with every device plugin as an optional backend, no emulation;
+ * missing_runtime: each points runtime_library at a file that is not
+ * there, else each loads its vendor's default runtime name. */
+static void write_device_sections(int missing_runtime)
+{
+    char body[4096] = "";
+    for (size_t i = 0; i < NDEVS; i++) {
+        char runtime[1024] = "";
+        if (missing_runtime)
+            snprintf(runtime, sizeof runtime, "runtime_library = %s/%s\n",
+                     nowhere, devs[i].library);
+        size_t used = strlen(body);
+        snprintf(body + used, sizeof body - used,
+                 "[backend.%s]\nplugin = rngsnap_%s\nrequired = false\n"
+                 "streams = default\n%s\n", devs[i].name, devs[i].name,
+                 runtime);
+    }
+    write_ini(body);
+}
+
 /* Every device plugin, no emulation, runtime absent: 0 devices, skipped
  * (optional), and the reason names the runtime file it looked for. */
 static void test_no_runtime(void **state)
 {
     (void)state;
-    char body[4096] = "";
-    for (size_t i = 0; i < NDEVS; i++) {
-        size_t used = strlen(body);
-        snprintf(body + used, sizeof body - used,
-                 "[backend.%s]\nplugin = rngsnap_%s\nrequired = false\n"
-                 "streams = default\nruntime_library = %s/%s\n\n",
-                 devs[i].name, devs[i].name, nowhere, devs[i].library);
-    }
-    write_ini(body);
+    write_device_sections(1);
     rngsnap *ctx = NULL;
     int rc = rngsnap_open(&ctx, ini, 0);
     assert_int_equal(rc, RNGSNAP_OK);
@@ -101,14 +113,7 @@ static void test_no_runtime(void **state)
 static void test_default_runtimes(void **state)
 {
     (void)state;
-    char body[4096] = "";
-    for (size_t i = 0; i < NDEVS; i++) {
-        size_t used = strlen(body);
-        snprintf(body + used, sizeof body - used,
-                 "[backend.%s]\nplugin = rngsnap_%s\nrequired = false\n"
-                 "streams = default\n\n", devs[i].name, devs[i].name);
-    }
-    write_ini(body);
+    write_device_sections(0);
     rngsnap *ctx = NULL;
     assert_int_equal(rngsnap_open(&ctx, ini, 0), RNGSNAP_OK);
     for (size_t i = 0; i < NDEVS; i++) {
