@@ -39,6 +39,8 @@ static const struct {
     [RNGSNAP_E_INVALID] = {"RNGSNAP_E_INVALID", "invalid argument"},
     [RNGSNAP_E_NOMEM] = {"RNGSNAP_E_NOMEM", "out of memory"},
     [RNGSNAP_E_BACKEND] = {"RNGSNAP_E_BACKEND", "backend call failed"},
+    [RNGSNAP_E_DURABILITY] = {"RNGSNAP_E_DURABILITY",
+                              "checkpoint replaced, durability not confirmed"},
 };
 #define RS_NCODES (sizeof rs_codes / sizeof rs_codes[0])
 

@@ -46,7 +46,10 @@ enum {
     RNGSNAP_E_ORDER = 8,       /* resume gate: draw before load, seed after */
     RNGSNAP_E_INVALID = 9,     /* bad argument                              */
     RNGSNAP_E_NOMEM = 10,      /* out of memory                             */
-    RNGSNAP_E_BACKEND = 11     /* a plugin call failed                      */
+    RNGSNAP_E_BACKEND = 11,    /* a plugin call failed                      */
+    RNGSNAP_E_DURABILITY = 12  /* save: the new file IS in place (renamed),
+                                  but the folder's open/fsync/close failed,
+                                  so surviving a power loss is not confirmed */
 };
 
 /* ---- flags -------------------------------------------------------------- */
