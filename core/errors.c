@@ -103,6 +103,22 @@ char *rs_strdup(const char *s)
     return d;
 }
 
+const char *rs_format_id(uint32_t id, char *buf, size_t len)
+{
+    char letters[5];
+    for (int i = 0; i < 4; i++) {
+        unsigned char c = (unsigned char)(id >> (8 * i));
+        if (c < 0x20 || c > 0x7e) {
+            snprintf(buf, len, "0x%08x", (unsigned)id);
+            return buf;
+        }
+        letters[i] = (char)c;
+    }
+    letters[4] = '\0';
+    snprintf(buf, len, "\"%s\" (0x%08x)", letters, (unsigned)id);
+    return buf;
+}
+
 const char *rs_stream_label(const struct rngsnap_stream *s, char *buf,
                             size_t len)
 {

@@ -66,6 +66,10 @@ int rs_load_image(struct rngsnap *ctx, const char *path, const uint8_t *buf,
 /* ---- small helpers (errors.c) ---- */
 
 char *rs_strdup(const char *s);
+/* A state format id as a person reads it: '"PHX1" (0x31584850)' when its
+ * four bytes (little-endian, as written in checkpoints) are printable
+ * ASCII, else '0x0000002a'.  buf needs at least 24 bytes. */
+const char *rs_format_id(uint32_t id, char *buf, size_t len);
 /* "backend:device/stream" of s into buf. */
 const char *rs_stream_label(const struct rngsnap_stream *s, char *buf,
                             size_t len);
