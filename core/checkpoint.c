@@ -18,19 +18,22 @@
 #include "context.h"
 #include "format.h"
 #include "internal.h"
+#include "lock.h"
 #include "store.h"
 
 #define LOAD_FLAGS 0u
 #define SAVE_FLAGS (RNGSNAP_SAVE_REPLACE | RNGSNAP_SAVE_NO_SYNC)
 
-/* The plugin put its detail in ctx->errmsg (host->error); keep it behind
- * our own prefix. */
+/* The plugin put its detail in this thread's message (host->error) after
+ * mark; keep it behind our own prefix. */
 static int plugin_error(struct rngsnap *ctx, int rc, const char *fmt_prefix,
-                        const char *path, const char *label)
+                        const char *path, const char *label,
+                        unsigned long mark)
 {
     char detail[RS_ERRMSG_MAX];
+    const char *said = rs_error_since(ctx, mark);
     snprintf(detail, sizeof detail, "%s",
-             ctx->errmsg[0] ? ctx->errmsg : "(the plugin gave no detail)");
+             said ? said : "(the plugin gave no detail)");
     if (rc <= RNGSNAP_OK || rc > RNGSNAP_E_BACKEND)
         rc = RNGSNAP_E_BACKEND;
     return rs_error(ctx, rc, "%s: %s %s: %s", path, fmt_prefix, label,
@@ -39,12 +42,9 @@ static int plugin_error(struct rngsnap *ctx, int rc, const char *fmt_prefix,
 
 /* ---- register_state ------------------------------------------------------ */
 
-RNGSNAP_API int rngsnap_register_state(rngsnap *ctx, const char *name,
-                                       const rngsnap_state_ops *ops,
-                                       void *user)
+static int register_state_locked(struct rngsnap *ctx, const char *name,
+                                 const rngsnap_state_ops *ops, void *user)
 {
-    if (!ctx)
-        return RNGSNAP_E_INVALID;
     if (!name || !*name || strlen(name) > RS_FMT_NAME_MAX)
         return rs_error(ctx, RNGSNAP_E_INVALID,
                         "register_state: name must be 1..%u bytes",
@@ -76,12 +76,50 @@ RNGSNAP_API int rngsnap_register_state(rngsnap *ctx, const char *name,
     return RNGSNAP_OK;
 }
 
-/* ---- save --------------------------------------------------------------- */
-
-RNGSNAP_API int rngsnap_save(rngsnap *ctx, const char *path, unsigned flags)
+RNGSNAP_API int rngsnap_register_state(rngsnap *ctx, const char *name,
+                                       const rngsnap_state_ops *ops,
+                                       void *user)
 {
     if (!ctx)
         return RNGSNAP_E_INVALID;
+    rs_ctx_lock(ctx);
+    int rc = register_state_locked(ctx, name, ops, user);
+    rs_ctx_unlock(ctx);
+    return rc;
+}
+
+/* ---- save --------------------------------------------------------------- */
+
+/* Every stream's state into its section at p (sealed); the caller holds
+ * every stream's lock, so each state is one that whole draws reached. */
+static int put_stream_sections(struct rngsnap *ctx, const char *path,
+                               uint8_t **pp)
+{
+    uint8_t *p = *pp;
+    for (size_t i = 0; i < ctx->nstreams; i++) {
+        const struct rngsnap_stream *s = &ctx->streams[i];
+        const rngsnap_backend *vt = s->backend->vt;
+        size_t bl = strlen(s->backend->name), nl = strlen(s->name);
+        uint8_t *st = rs_fmt_put_section(
+            p, RNGSNAP_SECTION_STREAM, s->backend->name, bl, s->device,
+            s->name, nl, vt->state_format, vt->state_size);
+        unsigned long mark = rs_error_mark();
+        if (vt->get_state(s->handle, st, vt->state_size) != RNGSNAP_OK) {
+            char label[600];
+            rs_stream_label(s, label, sizeof label);
+            return plugin_error(ctx, RNGSNAP_E_BACKEND, "get_state of", path,
+                                label, mark);
+        }
+        size_t size = rs_fmt_section_size(bl, nl, vt->state_size);
+        rs_fmt_section_seal(p, size);
+        p += size;
+    }
+    *pp = p;
+    return RNGSNAP_OK;
+}
+
+static int save_locked(struct rngsnap *ctx, const char *path, unsigned flags)
+{
     if (!path || !*path)
         return rs_error(ctx, RNGSNAP_E_INVALID, "save: no path given");
     if (flags & ~SAVE_FLAGS)
@@ -91,7 +129,7 @@ RNGSNAP_API int rngsnap_save(rngsnap *ctx, const char *path, unsigned flags)
     int rc = rs_check_usable(ctx);
     if (rc)
         return rc;
-    if (ctx->awaiting_load)
+    if (atomic_load(&ctx->awaiting_load))
         /* Saving a resumed job before its load would write fresh states
          * over the checkpoint it is about to resume from. */
         return rs_error(ctx, RNGSNAP_E_ORDER,
@@ -154,26 +192,12 @@ RNGSNAP_API int rngsnap_save(rngsnap *ctx, const char *path, unsigned flags)
     rs_fmt_put_header(buf, ctx->rank, ctx->world_size, (int64_t)time(NULL),
                       (uint32_t)nsec);
     uint8_t *p = buf + RS_FMT_HEADER_SIZE;
-    ctx->errmsg[0] = 0;
-    for (size_t i = 0; i < ctx->nstreams; i++) {
-        const struct rngsnap_stream *s = &ctx->streams[i];
-        const rngsnap_backend *vt = s->backend->vt;
-        size_t bl = strlen(s->backend->name), nl = strlen(s->name);
-        uint8_t *st = rs_fmt_put_section(
-            p, RNGSNAP_SECTION_STREAM, s->backend->name, bl, s->device,
-            s->name, nl, vt->state_format, vt->state_size);
-        int prc = vt->get_state(s->handle, st, vt->state_size);
-        if (prc != RNGSNAP_OK) {
-            char label[600];
-            rs_stream_label(s, label, sizeof label);
-            rc = plugin_error(ctx, RNGSNAP_E_BACKEND, "get_state of", path,
-                              label);
-            free(buf);
-            goto out;
-        }
-        size_t size = rs_fmt_section_size(bl, nl, vt->state_size);
-        rs_fmt_section_seal(p, size);
-        p += size;
+    rs_streams_lock_all(ctx);
+    rc = put_stream_sections(ctx, path, &p);
+    rs_streams_unlock_all(ctx);
+    if (rc) {
+        free(buf);
+        goto out;
     }
     for (size_t i = 0; i < ctx->napps; i++) {
         const rs_app_state *a = &ctx->apps[i];
@@ -201,6 +225,16 @@ RNGSNAP_API int rngsnap_save(rngsnap *ctx, const char *path, unsigned flags)
     free(buf);
 out:
     free(asz);
+    return rc;
+}
+
+RNGSNAP_API int rngsnap_save(rngsnap *ctx, const char *path, unsigned flags)
+{
+    if (!ctx)
+        return RNGSNAP_E_INVALID;
+    rs_ctx_lock(ctx);
+    int rc = save_locked(ctx, path, flags);
+    rs_ctx_unlock(ctx);
     return rc;
 }
 
@@ -337,20 +371,20 @@ static int check_states(struct rngsnap *ctx, const char *path,
                             vt->state_format, vt->state_size);
         }
     }
-    ctx->errmsg[0] = 0;
     for (size_t e = 0; e < ctx->nstreams; e++) {
         const struct rngsnap_stream *s = &ctx->streams[e];
         const rngsnap_backend *vt = s->backend->vt;
         if (!RNGSNAP_BACKEND_HAS(vt, validate_state))
             continue;
         const rngsnap_file_section *sec = &v->sections[smap[e]].pub;
+        unsigned long mark = rs_error_mark();
         int rc = vt->validate_state(s->backend->bctx, sec->state,
                                     sec->state_size);
         if (rc != RNGSNAP_OK) {
             char label[600];
             rs_stream_label(s, label, sizeof label);
             return plugin_error(ctx, rc, "plugin refuses the state of", path,
-                                label);
+                                label, mark);
         }
     }
     return RNGSNAP_OK;
@@ -443,17 +477,17 @@ static int apply(struct rngsnap *ctx, const char *path, const rs_fmt_view *v,
                  const uint32_t *smap, const uint32_t *amap, uint8_t *backup)
 {
     /* Back up every live state before changing any. */
-    ctx->errmsg[0] = 0;
     uint8_t *p = backup;
     for (size_t e = 0; e < ctx->nstreams; e++) {
         const struct rngsnap_stream *s = &ctx->streams[e];
         const rngsnap_backend *vt = s->backend->vt;
+        unsigned long mark = rs_error_mark();
         if (vt->get_state(s->handle, p, vt->state_size) != RNGSNAP_OK) {
             char label[600];
             rs_stream_label(s, label, sizeof label);
             return plugin_error(ctx, RNGSNAP_E_BACKEND,
                                 "backing up (nothing restored)", path,
-                                label);
+                                label, mark);
         }
         p += vt->state_size;
     }
@@ -472,19 +506,24 @@ static int apply(struct rngsnap *ctx, const char *path, const rs_fmt_view *v,
         const struct rngsnap_stream *s = &ctx->streams[e];
         const rngsnap_backend *vt = s->backend->vt;
         const rngsnap_file_section *sec = &v->sections[smap[e]].pub;
+        unsigned long mark = rs_error_mark();
         if (vt->set_state(s->handle, sec->state, sec->state_size)
             != RNGSNAP_OK) {
             char label[600], what[64], detail[RS_ERRMSG_MAX];
             rs_stream_label(s, label, sizeof label);
             /* Keep the plugin's words: rollback calls may overwrite
              * them. */
-            memcpy(detail, ctx->errmsg, sizeof detail);
+            const char *said = rs_error_since(ctx, mark);
+            snprintf(detail, sizeof detail, "%s", said ? said : "");
             size_t bad = rollback_streams(ctx, backup, e);
             (void)vt->set_state(s->handle, p, vt->state_size);
-            memcpy(ctx->errmsg, detail, sizeof detail);
+            mark = rs_error_mark();
+            if (detail[0])
+                rs_error(ctx, RNGSNAP_E_BACKEND, "%s", detail);
             snprintf(what, sizeof what, "set_state (rolled back%s) of",
                      bad ? ", ROLLBACK INCOMPLETE" : "");
-            rc = plugin_error(ctx, RNGSNAP_E_BACKEND, what, path, label);
+            rc = plugin_error(ctx, RNGSNAP_E_BACKEND, what, path, label,
+                              mark);
             goto out;
         }
         p += vt->state_size;
@@ -548,11 +587,16 @@ int rs_load_image(struct rngsnap *ctx, const char *path, const uint8_t *buf,
     rc = match_sections(ctx, path, &v, smap, amap);
     if (!rc)
         rc = check_states(ctx, path, &v, smap);
-    if (!rc)
-        rc = apply(ctx, path, &v, smap, amap, scratch + maps);
     if (!rc) {
-        ctx->loaded = 1;
-        ctx->awaiting_load = 0;
+        /* Draws on other threads wait while the states change, and see
+         * the gate open only with the loaded states in place. */
+        rs_streams_lock_all(ctx);
+        rc = apply(ctx, path, &v, smap, amap, scratch + maps);
+        if (!rc) {
+            atomic_store(&ctx->loaded, 1);
+            atomic_store(&ctx->awaiting_load, 0);
+        }
+        rs_streams_unlock_all(ctx);
     }
 out:
     free(scratch);
@@ -560,10 +604,9 @@ out:
     return rc;
 }
 
-RNGSNAP_API int rngsnap_load(rngsnap *ctx, const char *path, unsigned flags)
+static int load_locked(struct rngsnap *ctx, const char *path,
+                       unsigned flags)
 {
-    if (!ctx)
-        return RNGSNAP_E_INVALID;
     if (!path || !*path)
         return rs_error(ctx, RNGSNAP_E_INVALID, "load: no path given");
     if (flags & ~LOAD_FLAGS)
@@ -594,5 +637,15 @@ RNGSNAP_API int rngsnap_load(rngsnap *ctx, const char *path, unsigned flags)
         return rs_error(ctx, rc, "load %s", err);
     rc = rs_load_image(ctx, path, buf, len);
     free(buf);
+    return rc;
+}
+
+RNGSNAP_API int rngsnap_load(rngsnap *ctx, const char *path, unsigned flags)
+{
+    if (!ctx)
+        return RNGSNAP_E_INVALID;
+    rs_ctx_lock(ctx);
+    int rc = load_locked(ctx, path, flags);
+    rs_ctx_unlock(ctx);
     return rc;
 }

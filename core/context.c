@@ -126,11 +126,11 @@ static int open_backend(struct rngsnap *ctx, rs_backend *b,
     if (rc)
         return rc;
     rs_host_init(b);
-    ctx->errmsg[0] = '\0';
     void *bctx = NULL;
+    unsigned long mark = rs_error_mark();
     rc = b->vt->open(&b->host, &bctx);
     if (rc)
-        return rs_plugin_rc(ctx, b, rc, "open");
+        return rs_plugin_rc(ctx, b, rc, "open", mark);
     b->bctx = bctx;
 
     const char *reason = NULL;
@@ -184,6 +184,8 @@ int rngsnap_open(rngsnap **out, const char *ini_path, unsigned flags)
     struct rngsnap *ctx = calloc(1, sizeof *ctx);
     if (!ctx)
         return rs_error(NULL, RNGSNAP_E_NOMEM, "out of memory");
+    ctx->id = rs_new_ctx_id();
+    pthread_mutex_init(&ctx->lock, NULL);
     ctx->flags = flags;
     ctx->awaiting_load = (flags & RNGSNAP_RESUME) ? 1 : 0;
     ctx->loaded = 0;
@@ -199,11 +201,12 @@ int rngsnap_open(rngsnap **out, const char *ini_path, unsigned flags)
         rc = rs_registry_build(ctx);
     rs_config_free(&cfg);
     if (rc) {
-        rs_set_open_error(ctx->errmsg);
+        rs_set_open_error(rngsnap_errmsg(ctx));
         rngsnap_close(ctx);
         return rc;
     }
-    ctx->errmsg[0] = '\0';
+    ctx->usable = rs_check_usable(ctx) == RNGSNAP_OK;
+    rs_error_clear(ctx); /* what a successful open noted is no error */
     *out = ctx;
     return RNGSNAP_OK;
 }
@@ -228,5 +231,6 @@ void rngsnap_close(rngsnap *ctx)
         free(ctx->apps[i].name);
     free(ctx->apps);
     free(ctx->ini_path);
+    pthread_mutex_destroy(&ctx->lock);
     free(ctx);
 }

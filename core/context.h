@@ -7,6 +7,8 @@
 #ifndef RNGSNAP_CORE_CONTEXT_H
 #define RNGSNAP_CORE_CONTEXT_H
 
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -46,8 +48,11 @@ typedef struct rs_backend {
     char *reason;        /* why unavailable / skipped                  */
 } rs_backend;
 
-/* One registry entry: (backend, device, stream). */
+/* One registry entry: (backend, device, stream).  `busy` is the entry's
+ * lock (core/lock.h): every plugin call on `handle` runs while it is
+ * held, so no two calls on one stream overlap. */
 struct rngsnap_stream {
+    atomic_int busy;
     struct rngsnap *ctx;
     rs_backend *backend;
     int device;
@@ -62,7 +67,17 @@ typedef struct rs_app_state {
     void *user;
 } rs_app_state;
 
+/*
+ * Threads (the contract is in rngsnap.h): `lock` serialises the calls
+ * that walk or change the whole context (seed_all, save, load,
+ * register_state, set_rank); draws take only their stream's lock.
+ * Everything written after rngsnap_open (apps, rank, the gate) is written
+ * under `lock`; the gate is also read by draws, hence atomic.
+ */
 struct rngsnap {
+    uint64_t id;         /* unique per process: keys each thread's message */
+    pthread_mutex_t lock;
+    int usable;          /* every required backend has a device          */
     char *ini_path;      /* absolute                                    */
     unsigned flags;      /* rngsnap_open flags                          */
     rs_backend *backends;
@@ -72,14 +87,14 @@ struct rngsnap {
     rs_app_state *apps;
     size_t napps;
     int rank, world_size;
-    int awaiting_load;   /* RESUME gate: draws refused until a load     */
-    int loaded;          /* a load has succeeded                        */
+    atomic_int awaiting_load; /* RESUME gate: draws refused until a load */
+    atomic_int loaded;   /* a load has succeeded                        */
     int log_level;       /* rng.ini `log` (-1 unset); RNGSNAP_LOG wins  */
-    char errmsg[RS_ERRMSG_MAX];
 };
 
-/* Set ctx's message (printf-style) and return code.  ctx may be NULL
- * during open, when the message goes to the per-thread open error. */
+/* Set the calling thread's message on ctx (printf-style) and return
+ * code.  ctx may be NULL during open, when the message goes to the
+ * per-thread open error. */
 int rs_error(struct rngsnap *ctx, int code, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 3, 4)))

@@ -1,15 +1,22 @@
 /*
- * errors.c - return codes and messages: the table of codes, the per-context
- * message (rs_error), the per-thread message of a failed rngsnap_open, and
- * the library version.
+ * errors.c - return codes and messages: the table of codes, the messages
+ * of each thread on each context (rs_error), the per-thread message of a
+ * failed rngsnap_open, and the library version.
  *
- * A message stays until the next error on the same context: successful
- * calls do not clear it.  Calls that have no context to write to (a NULL
- * ctx or stream) leave their message in the per-thread slot that
- * rngsnap_errmsg(NULL) reads, like a failed rngsnap_open; a successful
- * rngsnap_open clears that slot.
+ * A message belongs to the thread whose call failed: two threads failing
+ * on one context at once each read their own with rngsnap_errmsg(ctx).
+ * Each thread keeps the messages of its RS_THREAD_SLOTS most recently
+ * failing contexts (a later one takes the slot written longest ago); the
+ * block is allocated at the thread's first error and freed when the
+ * thread exits.  A message stays until the next error of the same thread
+ * on the same context: successful calls do not clear it.  Calls that have
+ * no context to write to (a NULL ctx or stream) leave their message in
+ * the per-thread slot that rngsnap_errmsg(NULL) reads, like a failed
+ * rngsnap_open; a successful rngsnap_open clears that slot.
  */
+#include <pthread.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,6 +55,96 @@ static const struct {
  * exists to hold it). */
 static _Thread_local char rs_open_errmsg[RS_ERRMSG_MAX];
 
+/* ---- per-thread, per-context messages ---------------------------------- */
+
+#define RS_THREAD_SLOTS 8
+
+typedef struct rs_msg_slot {
+    uint64_t ctx_id; /* 0: free (context ids start at 1) */
+    char text[RS_ERRMSG_MAX];
+} rs_msg_slot;
+
+typedef struct rs_thread_msgs {
+    unsigned next; /* slot to take when none is free or ours */
+    rs_msg_slot slot[RS_THREAD_SLOTS];
+} rs_thread_msgs;
+
+static _Thread_local rs_thread_msgs *rs_msgs;
+/* Where a message goes when this thread's block cannot be allocated. */
+static _Thread_local char rs_msg_lost[RS_ERRMSG_MAX];
+/* Messages this thread has set, on any context: rs_error_mark(). */
+static _Thread_local unsigned long rs_msg_count;
+
+static atomic_uint_fast64_t rs_next_ctx_id = 1;
+static pthread_once_t rs_msgs_once = PTHREAD_ONCE_INIT;
+static pthread_key_t rs_msgs_key;
+static int rs_msgs_key_ok;
+
+static void rs_msgs_key_create(void)
+{
+    /* The key exists only for its destructor: free a thread's block when
+     * the thread exits. */
+    rs_msgs_key_ok = pthread_key_create(&rs_msgs_key, free) == 0;
+}
+
+uint64_t rs_new_ctx_id(void)
+{
+    return atomic_fetch_add_explicit(&rs_next_ctx_id, 1,
+                                     memory_order_relaxed);
+}
+
+static rs_msg_slot *find_slot(const struct rngsnap *ctx)
+{
+    if (!rs_msgs)
+        return NULL;
+    for (unsigned i = 0; i < RS_THREAD_SLOTS; i++)
+        if (rs_msgs->slot[i].ctx_id == ctx->id)
+            return &rs_msgs->slot[i];
+    return NULL;
+}
+
+char *rs_errbuf(const struct rngsnap *ctx)
+{
+    if (!ctx)
+        return rs_open_errmsg;
+    rs_msg_slot *slot = find_slot(ctx);
+    if (slot)
+        return slot->text;
+    if (!rs_msgs) {
+        rs_msgs = calloc(1, sizeof *rs_msgs);
+        if (!rs_msgs)
+            return rs_msg_lost;
+        pthread_once(&rs_msgs_once, rs_msgs_key_create);
+        if (rs_msgs_key_ok)
+            pthread_setspecific(rs_msgs_key, rs_msgs);
+    }
+    slot = &rs_msgs->slot[rs_msgs->next];
+    rs_msgs->next = (rs_msgs->next + 1) % RS_THREAD_SLOTS;
+    slot->ctx_id = ctx->id;
+    slot->text[0] = '\0';
+    return slot->text;
+}
+
+void rs_error_clear(const struct rngsnap *ctx)
+{
+    rs_msg_slot *slot = find_slot(ctx);
+    if (slot)
+        slot->text[0] = '\0';
+}
+
+unsigned long rs_error_mark(void)
+{
+    return rs_msg_count;
+}
+
+const char *rs_error_since(const struct rngsnap *ctx, unsigned long mark)
+{
+    if (rs_msg_count == mark)
+        return NULL;
+    const rs_msg_slot *slot = find_slot(ctx);
+    return slot && slot->text[0] ? slot->text : NULL;
+}
+
 const char *rngsnap_strerror(int code)
 {
     if (code < 0 || (size_t)code >= RS_NCODES || !rs_codes[code].text)
@@ -64,8 +161,15 @@ const char *rngsnap_error_name(int code)
 
 const char *rngsnap_errmsg(const rngsnap *ctx)
 {
-    const char *m = ctx ? ctx->errmsg : rs_open_errmsg;
-    return m[0] ? m : "no error";
+    if (!ctx)
+        return rs_open_errmsg[0] ? rs_open_errmsg : "no error";
+    const rs_msg_slot *slot = find_slot(ctx);
+    if (slot)
+        return slot->text[0] ? slot->text : "no error";
+    if (!rs_msgs && rs_msg_lost[0])
+        return "out of memory: the message of this thread's last error "
+               "could not be kept";
+    return "no error";
 }
 
 const char *rngsnap_version(void)
@@ -87,8 +191,8 @@ int rs_error(struct rngsnap *ctx, int code, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(tmp, sizeof tmp, fmt, ap);
     va_end(ap);
-    char *dst = ctx ? ctx->errmsg : rs_open_errmsg;
-    memcpy(dst, tmp, sizeof tmp);
+    memcpy(rs_errbuf(ctx), tmp, sizeof tmp);
+    rs_msg_count++;
     return code;
 }
 

@@ -12,6 +12,19 @@
 
 /* ---- errors.c ---- */
 
+/* A new context's id (never 0, never reused in this process). */
+uint64_t rs_new_ctx_id(void);
+/* The calling thread's message buffer for ctx (RS_ERRMSG_MAX bytes),
+ * taken on first use; the open error for NULL. */
+char *rs_errbuf(const struct rngsnap *ctx);
+/* Empty the calling thread's message on ctx, if it has one. */
+void rs_error_clear(const struct rngsnap *ctx);
+/* Plugin calls: take a mark before the call; after a failure,
+ * rs_error_since gives the message the plugin set on ctx through
+ * host->error since the mark, or NULL when it set none. */
+unsigned long rs_error_mark(void);
+const char *rs_error_since(const struct rngsnap *ctx, unsigned long mark);
+
 /* Copy ctx's message into this thread's open error (a failed open hands
  * its message to rngsnap_errmsg(NULL) before freeing the context). */
 void rs_set_open_error(const char *msg);
@@ -42,9 +55,10 @@ int rs_registry_build(struct rngsnap *ctx);
 /* Close every stream handle and free the list. */
 void rs_registry_free(struct rngsnap *ctx);
 /* Map a plugin's return code into the public range, making sure ctx has
- * a message naming the backend and the call that failed. */
+ * a message naming the backend and the call that failed (the plugin's
+ * own, when it set one after mark = rs_error_mark()). */
 int rs_plugin_rc(struct rngsnap *ctx, rs_backend *b, int rc,
-                 const char *call);
+                 const char *call, unsigned long mark);
 
 /* ---- seed.c ---- */
 

@@ -11,6 +11,7 @@
 
 #include "context.h"
 #include "internal.h"
+#include "lock.h"
 
 /* ---- distributions (data, not a chain of ifs) ---------------------------- */
 
@@ -40,11 +41,11 @@ const char *rngsnap_dist_name(rngsnap_dist dist)
 /* ---- build / free ------------------------------------------------------ */
 
 int rs_plugin_rc(struct rngsnap *ctx, rs_backend *b, int rc,
-                 const char *call)
+                 const char *call, unsigned long mark)
 {
     if (rc <= RNGSNAP_OK || rc > RNGSNAP_E_BACKEND)
         rc = RNGSNAP_E_BACKEND;
-    if (!ctx->errmsg[0])
+    if (!rs_error_since(ctx, mark))
         rs_error(ctx, rc, "backend %s (%s): %s failed: %s", b->name,
                  b->plugin_path ? b->plugin_path : b->plugin, call,
                  rngsnap_strerror(rc));
@@ -75,13 +76,13 @@ int rs_registry_build(struct rngsnap *ctx)
                 s->backend = b;
                 s->device = d;
                 s->name = b->streams[k];
-                ctx->errmsg[0] = '\0';
+                unsigned long mark = rs_error_mark();
                 int rc = b->vt->stream_open(b->bctx, d, s->name, &s->handle);
                 if (rc) {
                     char call[600];
                     snprintf(call, sizeof call, "stream_open of %s:%d/%s",
                              b->name, d, s->name);
-                    return rs_plugin_rc(ctx, b, rc, call);
+                    return rs_plugin_rc(ctx, b, rc, call, mark);
                 }
                 ctx->nstreams++;
             }
@@ -104,6 +105,8 @@ void rs_registry_free(struct rngsnap *ctx)
 
 int rs_check_usable(struct rngsnap *ctx)
 {
+    if (ctx->usable)
+        return RNGSNAP_OK;
     for (size_t i = 0; i < ctx->nbackends; i++) {
         const rs_backend *b = &ctx->backends[i];
         if (b->required && !b->available)
@@ -215,7 +218,7 @@ static int gate(rngsnap_stream *s, const char *call)
     int rc = rs_check_usable(ctx);
     if (rc)
         return rc;
-    if (ctx->awaiting_load) {
+    if (atomic_load_explicit(&ctx->awaiting_load, memory_order_acquire)) {
         char label[600];
         return rs_error(ctx, RNGSNAP_E_ORDER, "%s on stream %s refused: the "
                         "context was opened with RNGSNAP_RESUME and no "
@@ -226,12 +229,13 @@ static int gate(rngsnap_stream *s, const char *call)
     return RNGSNAP_OK;
 }
 
-static int call_failed(rngsnap_stream *s, int rc, const char *call)
+static int call_failed(rngsnap_stream *s, int rc, const char *call,
+                       unsigned long mark)
 {
     char what[700], label[600];
     snprintf(what, sizeof what, "%s on %s", call,
              rs_stream_label(s, label, sizeof label));
-    return rs_plugin_rc(s->ctx, s->backend, rc, what);
+    return rs_plugin_rc(s->ctx, s->backend, rc, what, mark);
 }
 
 int rngsnap_generate(rngsnap_stream *s, rngsnap_dist dist, void *out,
@@ -256,9 +260,11 @@ int rngsnap_generate(rngsnap_stream *s, rngsnap_dist dist, void *out,
     int rc = gate(s, "rngsnap_generate");
     if (rc || n == 0)
         return rc;
-    s->ctx->errmsg[0] = '\0';
+    unsigned long mark = rs_error_mark();
+    rs_stream_lock(s);
     rc = s->backend->vt->generate(s->handle, dist, out, n);
-    return rc ? call_failed(s, rc, "generate") : RNGSNAP_OK;
+    rs_stream_unlock(s);
+    return rc ? call_failed(s, rc, "generate", mark) : RNGSNAP_OK;
 }
 
 int rngsnap_reserve(rngsnap_stream *s, uint64_t n, rngsnap_philox *at)
@@ -280,9 +286,11 @@ int rngsnap_reserve(rngsnap_stream *s, uint64_t n, rngsnap_philox *at)
                         "not Philox positions)", rs_stream_label(s, label,
                         sizeof label), s->backend->name,
                         s->backend->plugin_path);
-    s->ctx->errmsg[0] = '\0';
+    unsigned long mark = rs_error_mark();
+    rs_stream_lock(s);
     rc = s->backend->vt->reserve(s->handle, n, at);
-    return rc ? call_failed(s, rc, "reserve") : RNGSNAP_OK;
+    rs_stream_unlock(s);
+    return rc ? call_failed(s, rc, "reserve", mark) : RNGSNAP_OK;
 }
 
 int rngsnap_stream_position(rngsnap_stream *s, rngsnap_philox *at)
@@ -298,9 +306,11 @@ int rngsnap_stream_position(rngsnap_stream *s, rngsnap_philox *at)
                         "no Philox position", rs_stream_label(s, label,
                         sizeof label), s->backend->name,
                         s->backend->plugin_path);
-    s->ctx->errmsg[0] = '\0';
+    unsigned long mark = rs_error_mark();
+    rs_stream_lock(s);
     int rc = s->backend->vt->reserve(s->handle, 0, at);
-    return rc ? call_failed(s, rc, "reserve(0)") : RNGSNAP_OK;
+    rs_stream_unlock(s);
+    return rc ? call_failed(s, rc, "reserve(0)", mark) : RNGSNAP_OK;
 }
 
 /* ---- backends, for listing tools ------------------------------------- */

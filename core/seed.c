@@ -26,6 +26,7 @@
 
 #include "context.h"
 #include "internal.h"
+#include "lock.h"
 
 #define RS_SEED_TAG "rngsnap-seed-v1"
 
@@ -105,11 +106,55 @@ int rs_find_duplicate(const uint64_t *seeds, size_t n, size_t *i, size_t *j)
     return found;
 }
 
-int rngsnap_seed_all(rngsnap *ctx, uint64_t seed)
+/* Get every state (the backup), then seed every entry; on a failure put
+ * the backup back.  The caller holds every stream's lock. */
+static int seed_streams(struct rngsnap *ctx, const uint64_t *seeds,
+                        unsigned char *saved)
 {
-    if (!ctx)
-        return rs_error(NULL, RNGSNAP_E_INVALID,
-                        "rngsnap_seed_all: ctx is NULL");
+    size_t n = ctx->nstreams;
+    char la[600], lb[600];
+    size_t off = 0;
+    for (size_t k = 0; k < n; k++) {
+        struct rngsnap_stream *s = &ctx->streams[k];
+        size_t sz = s->backend->vt->state_size;
+        unsigned long mark = rs_error_mark();
+        int prc = s->backend->vt->get_state(s->handle, saved + off, sz);
+        if (prc) {
+            snprintf(la, sizeof la, "get_state of %s",
+                     rs_stream_label(s, lb, sizeof lb));
+            return rs_plugin_rc(ctx, s->backend, prc, la, mark);
+        }
+        off += sz;
+    }
+    for (size_t k = 0; k < n; k++) {
+        struct rngsnap_stream *s = &ctx->streams[k];
+        unsigned long mark = rs_error_mark();
+        int prc = s->backend->vt->seed(s->handle, seeds[k],
+                                       (uint64_t)ctx->rank);
+        if (!prc)
+            continue;
+        snprintf(la, sizeof la, "seed of %s",
+                 rs_stream_label(s, lb, sizeof lb));
+        int rc = rs_plugin_rc(ctx, s->backend, prc, la, mark);
+        /* Entries 0..k (k too: its seed may have failed halfway); the
+         * message above is already formatted. */
+        char keep[RS_ERRMSG_MAX];
+        memcpy(keep, rs_errbuf(ctx), sizeof keep);
+        size_t back = 0;
+        for (size_t r = 0; r <= k; r++) {
+            struct rngsnap_stream *t = &ctx->streams[r];
+            size_t sz = t->backend->vt->state_size;
+            t->backend->vt->set_state(t->handle, saved + back, sz);
+            back += sz;
+        }
+        memcpy(rs_errbuf(ctx), keep, sizeof keep);
+        return rc;
+    }
+    return RNGSNAP_OK;
+}
+
+static int seed_all_locked(struct rngsnap *ctx, uint64_t seed)
+{
     int rc = rs_check_usable(ctx);
     if (rc)
         return rc;
@@ -149,50 +194,24 @@ int rngsnap_seed_all(rngsnap *ctx, uint64_t seed)
                       (unsigned long long)seed);
         goto out;
     }
-    /* Keep every state, so that a plugin failing midway changes nothing. */
-    size_t off = 0;
-    for (size_t k = 0; k < n; k++) {
-        struct rngsnap_stream *s = &ctx->streams[k];
-        size_t sz = s->backend->vt->state_size;
-        ctx->errmsg[0] = '\0';
-        int prc = s->backend->vt->get_state(s->handle, saved + off, sz);
-        if (prc) {
-            snprintf(la, sizeof la, "get_state of %s",
-                     rs_stream_label(s, lb, sizeof lb));
-            rc = rs_plugin_rc(ctx, s->backend, prc, la);
-            goto out;
-        }
-        off += sz;
-    }
-    off = 0;
-    for (size_t k = 0; k < n; k++) {
-        struct rngsnap_stream *s = &ctx->streams[k];
-        ctx->errmsg[0] = '\0';
-        int prc = s->backend->vt->seed(s->handle, seeds[k],
-                                       (uint64_t)ctx->rank);
-        if (prc) {
-            snprintf(la, sizeof la, "seed of %s",
-                     rs_stream_label(s, lb, sizeof lb));
-            rc = rs_plugin_rc(ctx, s->backend, prc, la);
-            /* Entries 0..k (k too: its seed may have failed halfway);
-             * the message above is already formatted. */
-            char keep[RS_ERRMSG_MAX];
-            memcpy(keep, ctx->errmsg, sizeof keep);
-            size_t back = 0;
-            for (size_t r = 0; r <= k; r++) {
-                struct rngsnap_stream *t = &ctx->streams[r];
-                size_t sz = t->backend->vt->state_size;
-                t->backend->vt->set_state(t->handle, saved + back, sz);
-                back += sz;
-            }
-            memcpy(ctx->errmsg, keep, sizeof keep);
-            goto out;
-        }
-        off += s->backend->vt->state_size;
-    }
-    rc = RNGSNAP_OK;
+    /* Keep every state, so that a plugin failing midway changes nothing;
+     * draws on other threads wait while the streams change. */
+    rs_streams_lock_all(ctx);
+    rc = seed_streams(ctx, seeds, saved);
+    rs_streams_unlock_all(ctx);
 out:
     free(seeds);
     free(saved);
+    return rc;
+}
+
+int rngsnap_seed_all(rngsnap *ctx, uint64_t seed)
+{
+    if (!ctx)
+        return rs_error(NULL, RNGSNAP_E_INVALID,
+                        "rngsnap_seed_all: ctx is NULL");
+    rs_ctx_lock(ctx);
+    int rc = seed_all_locked(ctx, seed);
+    rs_ctx_unlock(ctx);
     return rc;
 }

@@ -13,6 +13,7 @@
 #include "config.h"
 #include "context.h"
 #include "fuzz.h"
+#include "internal.h"
 
 #define INI "/fuzz/rng.ini"
 
@@ -44,6 +45,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     struct rngsnap *ctx = calloc(1, sizeof *ctx);
     FUZZ_CHECK(ctx != NULL, "calloc");
+    ctx->id = rs_new_ctx_id(); /* keys this thread's message on ctx */
     ctx->log_level = -1;
     ctx->ini_path = strdup(INI);
     rs_config cfg;
@@ -60,8 +62,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     } else {
         FUZZ_CHECK(rc == RNGSNAP_E_CONFIG || rc == RNGSNAP_E_NOMEM, "rc %d",
                    rc);
-        FUZZ_CHECK(strncmp(ctx->errmsg, INI ":", strlen(INI) + 1) == 0,
-                   "message does not name the file: '%s'", ctx->errmsg);
+        FUZZ_CHECK(strncmp(rngsnap_errmsg(ctx), INI ":", strlen(INI) + 1) == 0,
+                   "message does not name the file: '%s'", rngsnap_errmsg(ctx));
     }
     free(text);
     rs_config_free(&cfg);
