@@ -37,6 +37,13 @@ extern "C" {
     ((t)->struct_size >= offsetof(rngsnap_backend, m) + sizeof((t)->m) \
      && (t)->m != NULL)
 
+/* The same test for a pointer member m of the host table h that the core
+ * handed to open(): a plugin built against a newer header than the core
+ * it runs in must check before reading a member appended later. */
+#define RNGSNAP_HOST_HAS(h, m)                                      \
+    ((h)->struct_size >= offsetof(rngsnap_host, m) + sizeof((h)->m) \
+     && (h)->m != NULL)
+
 /* Log levels for rngsnap_host.log. */
 enum { RNGSNAP_LOG_ERROR = 0, RNGSNAP_LOG_WARN = 1, RNGSNAP_LOG_INFO = 2,
        RNGSNAP_LOG_DEBUG = 3 };
@@ -52,14 +59,19 @@ typedef struct rngsnap_host {
 
     /* This backend's own rng.ini options (every key of its section other
      * than plugin, required and streams).  option() returns the value or
-     * NULL; option_at() walks them in file order and gives each line. */
+     * NULL; option_at(i) for i < option_count() sets *key, *value and
+     * *line (its line in ini_path; any pointer may be NULL) in file order
+     * and returns RNGSNAP_OK, or RNGSNAP_E_INVALID for i out of range.
+     * The strings stay valid until close(). */
     const char *(*option)(const struct rngsnap_host *host, const char *key);
     size_t (*option_count)(const struct rngsnap_host *host);
     int (*option_at)(const struct rngsnap_host *host, size_t i,
                      const char **key, const char **value, int *line);
 
     /* Report the detail of an error the plugin is about to return; the
-     * core prefixes backend name and plugin path. */
+     * core prefixes backend name and plugin path.  error and log may be
+     * called from any thread; error's text becomes the message of the
+     * thread whose call into the plugin is failing. */
     void (*error)(const struct rngsnap_host *host, const char *fmt, ...)
 #if defined(__GNUC__)
         __attribute__((format(printf, 2, 3)))
@@ -81,7 +93,18 @@ typedef struct rngsnap_host {
  * RNGSNAP_E_* code (having called host->error with the detail).
  *
  * A backend context (bctx) comes from open(); a stream handle from
- * stream_open().  The core serialises all calls on one context.
+ * stream_open().  Threads (docs/plugin-guide.md, "Threads"):
+ * - never two calls on the same stream handle at once (the core locks
+ *   each stream);
+ * - seed, get_state, set_state, generate and reserve MAY run at once on
+ *   DIFFERENT streams of one bctx, from different threads: keep per-stream
+ *   state in the stream; what is shared in bctx is read-only or locked by
+ *   the plugin;
+ * - open, close, device_count, stream_open and stream_close run only
+ *   inside rngsnap_open/rngsnap_close, never at once with any other call
+ *   on this backend;
+ * - validate_state, device_name, status, emulated and memory may run at
+ *   once with stream calls on other threads: they only read bctx.
  */
 typedef struct rngsnap_backend {
     uint32_t abi_version; /* RNGSNAP_BACKEND_ABI_VERSION                */
