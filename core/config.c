@@ -28,7 +28,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <ini.h>
 
@@ -498,23 +500,65 @@ static int handler(void *user, const char *section, const char *name,
 
 /* ---- whole file ------------------------------------------------------- */
 
+/* What a file that is not a regular file is, for the message. */
+static const char *file_kind(mode_t mode)
+{
+    if (S_ISFIFO(mode))
+        return "a FIFO";
+    if (S_ISDIR(mode))
+        return "a directory";
+    if (S_ISCHR(mode))
+        return "a character device";
+    if (S_ISBLK(mode))
+        return "a block device";
+    if (S_ISSOCK(mode))
+        return "a socket";
+    return "not a regular file";
+}
+
+/* Open path without blocking: open() of a FIFO with no writer waits
+ * forever, O_NONBLOCK makes it return at once so that fstat can refuse
+ * it.  Sets *fd and returns RNGSNAP_OK, or an error with ctx's message. */
+static int open_regular(struct rngsnap *ctx, const char *path,
+                        struct stat *st, int *fd)
+{
+    *fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (*fd < 0)
+        return rs_error(ctx, RNGSNAP_E_CONFIG, "cannot open config file "
+                        "%s: %s", path, strerror(errno));
+    int rc = RNGSNAP_OK;
+    if (fstat(*fd, st) != 0)
+        rc = rs_error(ctx, RNGSNAP_E_CONFIG, "cannot stat config file %s: "
+                      "%s", path, strerror(errno));
+    else if (!S_ISREG(st->st_mode))
+        rc = rs_error(ctx, RNGSNAP_E_CONFIG, "config file %s is %s, not a "
+                      "regular file", path, file_kind(st->st_mode));
+    if (rc) {
+        close(*fd);
+        *fd = -1;
+    }
+    return rc;
+}
+
 static int read_file(struct rngsnap *ctx, const char *path, char **data,
                      size_t *len)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return rs_error(ctx, RNGSNAP_E_CONFIG, "cannot open config file %s: "
-                        "%s", path, strerror(errno));
     struct stat st;
-    if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
-        fclose(f);
-        return rs_error(ctx, RNGSNAP_E_CONFIG, "config file %s is not a "
-                        "regular file", path);
-    }
+    int fd;
+    int rc = open_regular(ctx, path, &st, &fd);
+    if (rc)
+        return rc;
     if ((uintmax_t)st.st_size > RS_INI_MAX_BYTES) {
-        fclose(f);
+        close(fd);
         return rs_error(ctx, RNGSNAP_E_CONFIG, "config file %s is larger "
                         "than %u bytes", path, RS_INI_MAX_BYTES);
+    }
+    FILE *f = fdopen(fd, "rb");
+    if (!f) {
+        int e = errno;
+        close(fd);
+        return rs_error(ctx, RNGSNAP_E_CONFIG, "cannot read config file "
+                        "%s: %s", path, strerror(e));
     }
     /* One byte more than the size, to notice a file that grew. */
     size_t cap = (size_t)st.st_size + 1;

@@ -154,6 +154,44 @@ static void test_missing_file(void **state)
     th_contains(msg, p, "No such file");
 }
 
+/* A FIFO, a folder or a device as rng.ini is refused at once, naming
+ * what it is (a FIFO used to block rngsnap_open forever: the alarm turns
+ * such a hang into a failure). */
+static void test_not_regular(void **state)
+{
+    (void)state;
+    char fifo[4096], want[4200];
+    snprintf(fifo, sizeof fifo, "%s/fifo.ini", th_tmpdir());
+    unlink(fifo);
+    assert_int_equal(mkfifo(fifo, 0600), 0);
+    char *real = realpath(fifo, NULL); /* messages name the absolute path */
+    assert_non_null(real);
+    alarm(20);
+    const char *msg = th_open_fails(fifo, 0, RNGSNAP_E_CONFIG);
+    snprintf(want, sizeof want, "config file %s is a FIFO, not a regular "
+             "file", real);
+    assert_string_equal(msg, want);
+
+    setenv("RNGSNAP_CONFIG", fifo, 1);
+    msg = th_open_fails(NULL, 0, RNGSNAP_E_CONFIG);
+    assert_string_equal(msg, want);
+    unsetenv("RNGSNAP_CONFIG");
+    alarm(0);
+    unlink(fifo);
+    free(real);
+
+    real = realpath(th_tmpdir(), NULL);
+    assert_non_null(real);
+    msg = th_open_fails(th_tmpdir(), 0, RNGSNAP_E_CONFIG);
+    snprintf(want, sizeof want, "config file %s is a directory, not a "
+             "regular file", real);
+    free(real);
+    assert_string_equal(msg, want);
+    msg = th_open_fails("/dev/null", 0, RNGSNAP_E_CONFIG);
+    assert_string_equal(msg, "config file /dev/null is a character device, "
+                        "not a regular file");
+}
+
 static void test_good_forms(void **state)
 {
     (void)state;
@@ -278,6 +316,7 @@ int main(void)
         cmocka_unit_test(test_line_too_long),
         cmocka_unit_test(test_nul_byte),
         cmocka_unit_test(test_missing_file),
+        cmocka_unit_test(test_not_regular),
         cmocka_unit_test(test_good_forms),
         cmocka_unit_test(test_plugin_dir_forms),
         cmocka_unit_test(test_builtin_plugin_dir),
