@@ -22,6 +22,7 @@
 #include "context.h"
 #include "internal.h"
 #include "loader.h"
+#include "lock.h"
 #include "rngsnap_build_config.h"
 
 #define RS_OPEN_FLAGS (RNGSNAP_RESUME | RNGSNAP_PROBE_ONLY)
@@ -99,8 +100,10 @@ int rngsnap_set_rank(rngsnap *ctx, int rank, int world_size)
         return rs_error(ctx, RNGSNAP_E_INVALID, "rngsnap_set_rank: rank %d "
                         "with world size %d (need world_size >= 1 and 0 <= "
                         "rank < world_size)", rank, world_size);
+    rs_ctx_lock(ctx);
     ctx->rank = rank;
     ctx->world_size = world_size;
+    rs_ctx_unlock(ctx);
     return RNGSNAP_OK;
 }
 
@@ -109,22 +112,51 @@ int rngsnap_get_rank(const rngsnap *ctx, int *rank, int *world_size)
     if (!ctx)
         return rs_error(NULL, RNGSNAP_E_INVALID,
                         "rngsnap_get_rank: ctx is NULL");
+    /* The lock is not part of the context's value: taking it in a
+     * const getter is what makes the pair read consistent. */
+    struct rngsnap *c = (struct rngsnap *)ctx;
+    rs_ctx_lock(c);
     if (rank)
-        *rank = ctx->rank;
+        *rank = c->rank;
     if (world_size)
-        *world_size = ctx->world_size;
+        *world_size = c->world_size;
+    rs_ctx_unlock(c);
     return RNGSNAP_OK;
 }
 
 /* ---- open / close ----------------------------------------------------- */
 
+/* b's plugin could not be used: an optional backend whose plugin file
+ * is missing is skipped (absent on this node, like one without a
+ * device); in a RNGSNAP_PROBE_ONLY context any refused plugin is marked
+ * unavailable with the reason, so that a listing shows every backend.
+ * Otherwise the open fails with the loader's code. */
+static int plugin_unusable(struct rngsnap *ctx, rs_backend *b, int rc,
+                           int missing)
+{
+    int skip = missing && !b->required;
+    if (rc != RNGSNAP_E_PLUGIN || !(skip || (ctx->flags & RNGSNAP_PROBE_ONLY)))
+        return rc;
+    free(b->reason);
+    b->reason = rs_strdup(rngsnap_errmsg(ctx));
+    if (!b->reason)
+        return rs_error(ctx, RNGSNAP_E_NOMEM, "out of memory");
+    b->available = 0;
+    b->skipped = skip;
+    rs_log(ctx, skip ? RNGSNAP_LOG_INFO : RNGSNAP_LOG_WARN, "%s backend "
+           "%s: %s", skip ? "skipping optional" : "probe only: unusable",
+           b->name, b->reason);
+    return RNGSNAP_OK;
+}
+
 /* Load, open and probe one backend. */
 static int open_backend(struct rngsnap *ctx, rs_backend *b,
                         const rs_config *cfg)
 {
-    int rc = rs_plugin_load(ctx, b, cfg);
+    int missing = 0;
+    int rc = rs_plugin_load(ctx, b, cfg, &missing);
     if (rc)
-        return rc;
+        return plugin_unusable(ctx, b, rc, missing);
     rs_host_init(b);
     void *bctx = NULL;
     unsigned long mark = rs_error_mark();
@@ -177,8 +209,8 @@ int rngsnap_open(rngsnap **out, const char *ini_path, unsigned flags)
         return rs_error(NULL, RNGSNAP_E_INVALID, "rngsnap_open: unknown "
                         "flag bits 0x%x", flags & ~RS_OPEN_FLAGS);
     if (!ini_path) {
-        ini_path = getenv("RNGSNAP_CONFIG");
-        if (!ini_path || !*ini_path)
+        ini_path = rs_path_env(NULL, "RNGSNAP_CONFIG"); /* not if setuid */
+        if (!ini_path)
             ini_path = RNGSNAP_DEFAULT_INI;
     }
     struct rngsnap *ctx = calloc(1, sizeof *ctx);

@@ -4,7 +4,9 @@
 #   runs every Meson test suite (the backend matrix included), then the core,
 #   checkpoint and matrix suites again under valgrind, then builds again
 #   with ASan + UBSan into <builddir>/asan and runs the core, checkpoint,
-#   matrix, engine and fuzz-replay suites there, the benchmark in its
+#   matrix, engine and fuzz-replay suites there, then builds the thread
+#   test and the plugins with ThreadSanitizer into <builddir>/tsan and runs
+#   the threads suite there (any report fails it), the benchmark in its
 #   quick mode (figures only), and ends with "N passed, N failed".
 # Usage: bash scripts/test.sh [--werror] [--builddir DIR]
 set -uo pipefail
@@ -60,11 +62,34 @@ if ninja -C "$asandir" > "$builddir/asan-build.log" 2>&1; then
   ASAN_OPTIONS=detect_leaks=1 \
   UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1" \
   meson test -C "$asandir" --no-rebuild --print-errorlogs --num-processes 2 \
-    --suite core --suite checkpoint --suite matrix --suite engine \
+    --suite core --suite checkpoint --suite matrix --suite engine --suite threads \
     --suite fuzz --logbase asan --timeout-multiplier 3
 else
   tail -n 40 "$builddir/asan-build.log"
   echo "asan: build failed (log: $builddir/asan-build.log)"
+fi
+
+# ThreadSanitizer: the thread contract (tests/threads: many threads
+# drawing while one saves, loads and reads messages) with every plugin.
+# Only what that test needs is built; any report fails the test.
+tsandir="$builddir/tsan"
+rm -f "$tsandir"/meson-logs/tsan*.json
+if [ -f "$tsandir/build.ninja" ]; then
+  meson configure "$tsandir" -Dwerror="$werror" >/dev/null
+else
+  meson setup "$tsandir" -Dwerror="$werror" -Db_sanitize=thread \
+    -Db_lundef=false >/dev/null || echo "tsan: meson setup failed"
+fi
+tsan_targets="tests/threads/test_threads config/clusters/mixed.ini"
+for p in cpu cuda hpu xpu npu; do tsan_targets="$tsan_targets plugins/rngsnap_$p.so"; done
+# shellcheck disable=SC2086  # a list of ninja targets
+if ninja -C "$tsandir" $tsan_targets > "$builddir/tsan-build.log" 2>&1; then
+  TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1" \
+  meson test -C "$tsandir" --no-rebuild --print-errorlogs --suite threads \
+    --logbase tsan --timeout-multiplier 3
+else
+  tail -n 40 "$builddir/tsan-build.log"
+  echo "tsan: build failed (log: $builddir/tsan-build.log)"
 fi
 
 # The benchmark in its quick mode: figures for a person to compare run to
@@ -72,12 +97,12 @@ fi
 meson test -C "$builddir" --benchmark --verbose --logbase bench
 
 # The closing line, computed from Meson's machine-readable logs.
-python3 - "$builddir/meson-logs" "$asandir/meson-logs" <<'PY'
+python3 - "$builddir/meson-logs" "$asandir/meson-logs" "$tsandir/meson-logs" <<'PY'
 import glob, json, os, sys
 passed = failed = skipped = 0
-logs, asan_logs = sys.argv[1], sys.argv[2]
+logs, asan_logs, tsan_logs = sys.argv[1], sys.argv[2], sys.argv[3]
 for folder, base in ((logs, "plain"), (logs, "valgrind"), (asan_logs, "asan"),
-                     (logs, "bench")):
+                     (tsan_logs, "tsan"), (logs, "bench")):
     # Meson appends the wrapper's name to the log base (valgrind-valgrind.json).
     paths = glob.glob(os.path.join(folder, base + "*.json"))
     if len(paths) != 1:

@@ -1,0 +1,521 @@
+/*
+ * test_threads.c - the thread contract of rngsnap.h, tested as a job uses
+ * it: data-loader threads drawing while a checkpoint thread saves.
+ *
+ * Every test uses <build>/config/clusters/mixed.ini: all five backends,
+ * the device ones emulated, 18 streams.  Threads never call cmocka's
+ * assert_* (it longjmps); they record what they saw and the main thread
+ * asserts.  The same program runs under ThreadSanitizer in the test
+ * command's sanitizer stage (scripts/test.sh), which must report nothing.
+ */
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <rngsnap.h>
+
+#include "clean_env.h"
+
+#define NTHREADS 4
+#define SEED 20261130u
+
+static const char *mixed_ini(void)
+{
+    const char *p = getenv("RNGSNAP_MIXED_INI");
+    if (!p || !*p) {
+        fprintf(stderr, "RNGSNAP_MIXED_INI is not set\n");
+        abort();
+    }
+    return p;
+}
+
+static rngsnap *open_seeded(unsigned flags)
+{
+    rngsnap *ctx = NULL;
+    int rc = rngsnap_open(&ctx, mixed_ini(), flags);
+    if (rc) {
+        fprintf(stderr, "open: %s\n", rngsnap_errmsg(NULL));
+        abort();
+    }
+    if (!(flags & RNGSNAP_RESUME) && rngsnap_seed_all(ctx, SEED)) {
+        fprintf(stderr, "seed: %s\n", rngsnap_errmsg(ctx));
+        abort();
+    }
+    return ctx;
+}
+
+static char tmpdir[256];
+
+static int setup(void **state)
+{
+    (void)state;
+    test_clean_env();
+    snprintf(tmpdir, sizeof tmpdir, "/tmp/rngsnap-threads-XXXXXX");
+    return mkdtemp(tmpdir) ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
+    return system(cmd) == 0 ? 0 : -1;
+}
+
+static const char *tmpfile_named(const char *name, char *buf, size_t len)
+{
+    snprintf(buf, len, "%s/%s", tmpdir, name);
+    return buf;
+}
+
+/* ---- 1. different streams from many threads ------------------------------ */
+
+/* A stream's schedule of calls depends on the stream alone, so the values
+ * it yields do not depend on how threads interleave. */
+typedef struct schedule {
+    uint64_t x;
+} schedule;
+
+static uint64_t next_step(schedule *s)
+{
+    s->x = s->x * 6364136223846793005ull + 1442695040888963407ull;
+    return s->x >> 33;
+}
+
+#define BIG_FILL (((size_t)1 << 18) + 5) /* U32s: over the cpu plugin's
+                                             split size (its thread pool) */
+
+static uint64_t fold(uint64_t h, const void *p, size_t len)
+{
+    const unsigned char *b = p;
+    for (size_t k = 0; k < len; k++)
+        h = (h ^ b[k]) * 1099511628211ull;
+    return h;
+}
+
+/* Run `calls` steps of stream i's schedule: a draw of 1..300 values of a
+ * distribution taken in turn, now and then a fill big enough for the cpu
+ * plugin's thread pool, or a reserve.  Folds every output (and every
+ * reserved position) into *digest. */
+static int run_schedule(rngsnap_stream *s, size_t i, int calls,
+                        uint64_t *digest)
+{
+    schedule sch = {i + 1};
+    static const rngsnap_dist dists[] = {
+        RNGSNAP_U32, RNGSNAP_U64, RNGSNAP_F32,
+        RNGSNAP_F64, RNGSNAP_NORMAL_F32, RNGSNAP_NORMAL_F64};
+    uint64_t buf[300];
+    uint32_t *big = malloc(BIG_FILL * sizeof *big);
+    if (!big)
+        return -1;
+    uint64_t h = 1469598103934665603ull;
+    int rc = 0;
+    for (int c = 0; c < calls && !rc; c++) {
+        uint64_t step = next_step(&sch);
+        size_t n = 1 + step % 300;
+        if (step % 61 == 0) {
+            rc = rngsnap_generate(s, RNGSNAP_U32, big, BIG_FILL);
+            h = fold(h, big, BIG_FILL * sizeof *big);
+        } else if (step % 7 == 0) {
+            rngsnap_philox at;
+            rc = rngsnap_reserve(s, n, &at);
+            h = fold(h, &at, sizeof at);
+        } else {
+            rngsnap_dist d = dists[step % 6];
+            rc = rngsnap_generate(s, d, buf, n);
+            h = fold(h, buf, n * rngsnap_dist_size(d));
+        }
+    }
+    free(big);
+    *digest = h;
+    return rc ? -1 : 0;
+}
+
+typedef struct owner_job {
+    rngsnap *ctx;
+    int thread;
+    int calls;
+    uint64_t digest[64];
+    int failed;
+} owner_job;
+
+static void *draw_owned(void *arg)
+{
+    owner_job *j = arg;
+    size_t n = rngsnap_stream_count(j->ctx);
+    for (size_t i = (size_t)j->thread; i < n; i += NTHREADS)
+        if (run_schedule(rngsnap_stream_at(j->ctx, i), i, j->calls,
+                         &j->digest[i]))
+            j->failed = 1;
+    return NULL;
+}
+
+static void different_streams_equal_one_thread(void **state)
+{
+    (void)state;
+    rngsnap *par = open_seeded(0), *seq = open_seeded(0);
+    size_t n = rngsnap_stream_count(par);
+    assert_int_equal(n, 18);
+    owner_job jobs[NTHREADS];
+    pthread_t tid[NTHREADS];
+    for (int t = 0; t < NTHREADS; t++) {
+        jobs[t] = (owner_job){.ctx = par, .thread = t, .calls = 400};
+        assert_int_equal(pthread_create(&tid[t], NULL, draw_owned, &jobs[t]),
+                         0);
+    }
+    for (int t = 0; t < NTHREADS; t++) {
+        pthread_join(tid[t], NULL);
+        assert_int_equal(jobs[t].failed, 0);
+    }
+    for (size_t i = 0; i < n; i++) {
+        uint64_t want;
+        assert_int_equal(run_schedule(rngsnap_stream_at(seq, i), i, 400,
+                                      &want), 0);
+        assert_true(jobs[i % NTHREADS].digest[i] == want);
+    }
+    rngsnap_close(par);
+    rngsnap_close(seq);
+}
+
+/* ---- 2. the same stream from two threads -------------------------------- */
+
+#define SAME_CALLS 200000
+
+typedef struct same_job {
+    rngsnap_stream *s;
+    pthread_barrier_t *go; /* both start together: the calls overlap */
+    uint32_t got[SAME_CALLS];
+    int failed;
+} same_job;
+
+static void *draw_one_at_a_time(void *arg)
+{
+    same_job *j = arg;
+    pthread_barrier_wait(j->go);
+    for (int c = 0; c < SAME_CALLS; c++)
+        if (rngsnap_generate(j->s, RNGSNAP_U32, &j->got[c], 1))
+            j->failed = 1;
+    return NULL;
+}
+
+static int cmp_u32(const void *a, const void *b)
+{
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* Serialised: together the two threads got exactly the first 2N words of
+ * the stream, each once (a lost offset update would repeat words). */
+static void same_stream_is_serialised(void **state)
+{
+    (void)state;
+    rngsnap *ctx = open_seeded(0), *ref = open_seeded(0);
+    rngsnap_stream *s, *r;
+    assert_int_equal(rngsnap_stream_find(ctx, "cpu", 0, "default", &s), 0);
+    assert_int_equal(rngsnap_stream_find(ref, "cpu", 0, "default", &r), 0);
+    same_job *a = calloc(1, sizeof *a), *b = calloc(1, sizeof *b);
+    assert_non_null(a);
+    assert_non_null(b);
+    a->s = b->s = s;
+    pthread_barrier_t go;
+    pthread_barrier_init(&go, NULL, 2);
+    a->go = b->go = &go;
+    pthread_t ta, tb;
+    assert_int_equal(pthread_create(&ta, NULL, draw_one_at_a_time, a), 0);
+    assert_int_equal(pthread_create(&tb, NULL, draw_one_at_a_time, b), 0);
+    pthread_join(ta, NULL);
+    pthread_join(tb, NULL);
+    pthread_barrier_destroy(&go);
+    assert_int_equal(a->failed + b->failed, 0);
+
+    uint32_t *got = malloc(2 * SAME_CALLS * sizeof *got);
+    uint32_t *want = malloc(2 * SAME_CALLS * sizeof *want);
+    assert_non_null(got);
+    assert_non_null(want);
+    memcpy(got, a->got, sizeof a->got);
+    memcpy(got + SAME_CALLS, b->got, sizeof b->got);
+    assert_int_equal(rngsnap_generate(r, RNGSNAP_U32, want, 2 * SAME_CALLS),
+                     0);
+    qsort(got, 2 * SAME_CALLS, sizeof *got, cmp_u32);
+    qsort(want, 2 * SAME_CALLS, sizeof *want, cmp_u32);
+    assert_memory_equal(got, want, 2 * SAME_CALLS * sizeof *got);
+    /* And the stream's position is exactly 2N words on. */
+    rngsnap_philox ps, pr;
+    assert_int_equal(rngsnap_stream_position(s, &ps), 0);
+    assert_int_equal(rngsnap_stream_position(r, &pr), 0);
+    assert_true(ps.offset == pr.offset && ps.offset == 2 * SAME_CALLS);
+    free(got);
+    free(want);
+    free(a);
+    free(b);
+    rngsnap_close(ctx);
+    rngsnap_close(ref);
+}
+
+/* ---- 3. save while other threads draw ----------------------------------- */
+
+#define CALL_WORDS 7      /* u32 words per draw call */
+#define MAX_CALLS 30000   /* per stream, then the drawer stops */
+#define SAVES 12
+
+typedef struct record_job {
+    rngsnap *ctx;
+    int thread;
+    atomic_int *stop;
+    uint32_t *words[64]; /* per owned stream: every word drawn, in order */
+    int calls[64];
+    int failed;
+} record_job;
+
+static void *draw_and_record(void *arg)
+{
+    record_job *j = arg;
+    size_t n = rngsnap_stream_count(j->ctx);
+    int busy = 1;
+    while (busy && !atomic_load(j->stop)) {
+        busy = 0;
+        for (size_t i = (size_t)j->thread; i < n; i += NTHREADS) {
+            if (j->calls[i] == MAX_CALLS)
+                continue;
+            busy = 1;
+            uint32_t *out = j->words[i] + (size_t)j->calls[i] * CALL_WORDS;
+            if (rngsnap_generate(rngsnap_stream_at(j->ctx, i), RNGSNAP_U32,
+                                 out, CALL_WORDS))
+                j->failed = 1;
+            j->calls[i]++;
+        }
+    }
+    return NULL;
+}
+
+/* Each saved stream sits at a whole number of calls from its seeded start
+ * (same seed and subsequence: no torn 24-byte state), and a context
+ * loaded from the file draws next exactly what the drawer drew next. */
+static void check_saved(const char *path, rngsnap *fresh,
+                        const rngsnap_philox *start, record_job *jobs,
+                        int *checked)
+{
+    rngsnap_file *f;
+    char err[512];
+    assert_int_equal(rngsnap_file_open(path, &f, err, sizeof err), 0);
+    size_t n = rngsnap_stream_count(fresh);
+    for (size_t i = 0; i < n; i++) {
+        const rngsnap_file_section *sec = rngsnap_file_section_at(f, i);
+        rngsnap_philox at;
+        assert_int_equal(rngsnap_philox_decode(sec, &at), 0);
+        assert_true(at.seed == start[i].seed);
+        assert_true(at.subsequence == start[i].subsequence);
+        assert_true(at.offset >= start[i].offset);
+        assert_int_equal((at.offset - start[i].offset) % CALL_WORDS, 0);
+    }
+    rngsnap_file_close(f);
+
+    assert_int_equal(rngsnap_load(fresh, path, 0), 0);
+    for (size_t i = 0; i < n; i++) {
+        rngsnap_stream *s = rngsnap_stream_at(fresh, i);
+        rngsnap_philox at;
+        assert_int_equal(rngsnap_stream_position(s, &at), 0);
+        uint64_t call = (at.offset - start[i].offset) / CALL_WORDS;
+        record_job *j = &jobs[i % NTHREADS];
+        if (call >= (uint64_t)j->calls[i])
+            continue;
+        uint32_t next[CALL_WORDS];
+        assert_int_equal(rngsnap_generate(s, RNGSNAP_U32, next, CALL_WORDS),
+                         0);
+        assert_memory_equal(next, j->words[i] + call * CALL_WORDS,
+                            sizeof next);
+        (*checked)++;
+    }
+}
+
+static void save_while_drawing(void **state)
+{
+    (void)state;
+    rngsnap *ctx = open_seeded(0), *fresh = open_seeded(0);
+    size_t n = rngsnap_stream_count(ctx);
+    rngsnap_philox start[64];
+    for (size_t i = 0; i < n; i++)
+        assert_int_equal(rngsnap_stream_position(rngsnap_stream_at(ctx, i),
+                                                 &start[i]), 0);
+    atomic_int stop = 0;
+    record_job *jobs = calloc(NTHREADS, sizeof *jobs);
+    assert_non_null(jobs);
+    pthread_t tid[NTHREADS];
+    for (int t = 0; t < NTHREADS; t++) {
+        jobs[t].ctx = ctx;
+        jobs[t].thread = t;
+        jobs[t].stop = &stop;
+        for (size_t i = (size_t)t; i < n; i += NTHREADS) {
+            jobs[t].words[i] = malloc((size_t)MAX_CALLS * CALL_WORDS
+                                      * sizeof(uint32_t));
+            assert_non_null(jobs[t].words[i]);
+        }
+    }
+    for (int t = 0; t < NTHREADS; t++)
+        assert_int_equal(pthread_create(&tid[t], NULL, draw_and_record,
+                                        &jobs[t]), 0);
+    char paths[SAVES][300];
+    for (int k = 0; k < SAVES; k++) {
+        char name[32];
+        snprintf(name, sizeof name, "during-%02d.ckpt", k);
+        tmpfile_named(name, paths[k], sizeof paths[k]);
+        assert_int_equal(rngsnap_save(ctx, paths[k], RNGSNAP_SAVE_NO_SYNC),
+                         0);
+        usleep(2000);
+    }
+    atomic_store(&stop, 1);
+    for (int t = 0; t < NTHREADS; t++) {
+        pthread_join(tid[t], NULL);
+        assert_int_equal(jobs[t].failed, 0);
+    }
+    int checked = 0;
+    for (int k = 0; k < SAVES; k++)
+        check_saved(paths[k], fresh, start, jobs, &checked);
+    /* Most saves caught drawers mid-run: positions were really compared. */
+    assert_true(checked > SAVES * (int)n / 2);
+    for (int t = 0; t < NTHREADS; t++)
+        for (size_t i = (size_t)t; i < n; i += NTHREADS)
+            free(jobs[t].words[i]);
+    free(jobs);
+    rngsnap_close(ctx);
+    rngsnap_close(fresh);
+}
+
+/* ---- 4. each thread reads its own message -------------------------------- */
+
+#define MSG_ROUNDS 5000
+
+typedef struct msg_job {
+    rngsnap *ctx;
+    int thread;
+    int wrong;
+    char first_wrong[600];
+} msg_job;
+
+static void *fail_and_read(void *arg)
+{
+    msg_job *j = arg;
+    rngsnap_stream *s;
+    for (int r = 0; r < MSG_ROUNDS; r++) {
+        char name[64];
+        snprintf(name, sizeof name, "t%d-round%d", j->thread, r);
+        int rc = rngsnap_stream_find(j->ctx, "cpu", 0, name, &s);
+        const char *m = rngsnap_errmsg(j->ctx);
+        char want[128];
+        snprintf(want, sizeof want, "no stream cpu:0/%s;", name);
+        if (rc != RNGSNAP_E_INVALID || !strstr(m, want)) {
+            if (j->wrong++ == 0)
+                snprintf(j->first_wrong, sizeof j->first_wrong, "%s", m);
+        }
+    }
+    return NULL;
+}
+
+static void errmsg_is_per_thread(void **state)
+{
+    (void)state;
+    rngsnap *ctx = open_seeded(0);
+    msg_job jobs[NTHREADS];
+    pthread_t tid[NTHREADS];
+    for (int t = 0; t < NTHREADS; t++) {
+        jobs[t] = (msg_job){.ctx = ctx, .thread = t};
+        assert_int_equal(pthread_create(&tid[t], NULL, fail_and_read,
+                                        &jobs[t]), 0);
+    }
+    for (int t = 0; t < NTHREADS; t++) {
+        pthread_join(tid[t], NULL);
+        if (jobs[t].wrong)
+            fprintf(stderr, "thread %d read '%s'\n", t, jobs[t].first_wrong);
+        assert_int_equal(jobs[t].wrong, 0);
+    }
+    /* This thread failed nothing on ctx. */
+    assert_string_equal(rngsnap_errmsg(ctx), "no error");
+    rngsnap_close(ctx);
+}
+
+/* ---- 5. the resume gate across threads ----------------------------------- */
+
+typedef struct gate_job {
+    rngsnap_stream *s;
+    int refused;      /* RNGSNAP_E_ORDER answers before the load */
+    int other_error;
+    uint32_t first[4]; /* the first words a draw was allowed to get */
+} gate_job;
+
+static void *draw_when_allowed(void *arg)
+{
+    gate_job *j = arg;
+    for (;;) {
+        int rc = rngsnap_generate(j->s, RNGSNAP_U32, j->first, 4);
+        if (rc == RNGSNAP_OK)
+            return NULL;
+        if (rc == RNGSNAP_E_ORDER)
+            j->refused++;
+        else {
+            j->other_error = rc;
+            return NULL;
+        }
+        sched_yield();
+    }
+}
+
+/* Drawers on a RESUME context are refused until the load and then get
+ * the checkpoint's words, never those of the state before the load. */
+static void gate_opens_with_loaded_states(void **state)
+{
+    (void)state;
+    char path[300];
+    tmpfile_named("gate.ckpt", path, sizeof path);
+    rngsnap *src = open_seeded(0);
+    size_t n = rngsnap_stream_count(src);
+    uint32_t skip[100];
+    for (size_t i = 0; i < n; i++)
+        assert_int_equal(rngsnap_generate(rngsnap_stream_at(src, i),
+                                          RNGSNAP_U32, skip, 1 + i), 0);
+    assert_int_equal(rngsnap_save(src, path, RNGSNAP_SAVE_NO_SYNC), 0);
+
+    rngsnap *job = open_seeded(RNGSNAP_RESUME);
+    gate_job *jobs = calloc(n, sizeof *jobs);
+    pthread_t *tid = calloc(n, sizeof *tid);
+    assert_non_null(jobs);
+    assert_non_null(tid);
+    for (size_t i = 0; i < n; i++) {
+        jobs[i].s = rngsnap_stream_at(job, i);
+        assert_int_equal(pthread_create(&tid[i], NULL, draw_when_allowed,
+                                        &jobs[i]), 0);
+    }
+    usleep(20000);
+    assert_int_equal(rngsnap_load(job, path, 0), 0);
+    for (size_t i = 0; i < n; i++) {
+        pthread_join(tid[i], NULL);
+        assert_int_equal(jobs[i].other_error, 0);
+        uint32_t want[4];
+        assert_int_equal(rngsnap_generate(rngsnap_stream_at(src, i),
+                                          RNGSNAP_U32, want, 4), 0);
+        assert_memory_equal(jobs[i].first, want, sizeof want);
+    }
+    free(jobs);
+    free(tid);
+    rngsnap_close(job);
+    rngsnap_close(src);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(different_streams_equal_one_thread),
+        cmocka_unit_test(same_stream_is_serialised),
+        cmocka_unit_test(save_while_drawing),
+        cmocka_unit_test(errmsg_is_per_thread),
+        cmocka_unit_test(gate_opens_with_loaded_states),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
