@@ -97,7 +97,26 @@ typedef struct rngsnap_philox {
 } rngsnap_philox;
 
 /* App-owned state saved and restored in the same checkpoint.
- * Callbacks return 0 on success. */
+ * Callbacks return 0 on success; they run on the thread that called
+ * rngsnap_save/rngsnap_load, for each app state in registration order.
+ *
+ * rngsnap_save: size() once each (to size the file), then save(buf, len)
+ * once each with len = that size.  load() is never called.
+ *
+ * rngsnap_load: size() once each (a hint for the read), then, only once
+ * the whole file is verified and matched, a BACKUP of the live state:
+ * size() again and save(buf, len) into the library's memory.  Then
+ * load(bytes, len) with the file's bytes (len is the saved length, which
+ * may differ from size()).  If a load() fails, ROLLBACK: load() again with
+ * the backup, for the app states already loaded and for the failing one
+ * too (it may have failed halfway).  If a stream fails to restore, no
+ * load() runs at all.  So rngsnap_load calls save() too, and may call
+ * load() twice: save() must leave the state as it is, and load() must
+ * accept what the app's own save() wrote.
+ *
+ * The context is locked while callbacks run: they must not call rngsnap
+ * functions on the same context.  See docs/user-guide.md, "App state
+ * and its callbacks". */
 typedef struct rngsnap_state_ops {
     size_t (*size)(void *user);
     int (*save)(void *user, void *buf, size_t len);
@@ -131,7 +150,10 @@ RNGSNAP_API int rngsnap_save(rngsnap *ctx, const char *path, unsigned flags);
 /* All or nothing: on any error no live state changes. */
 RNGSNAP_API int rngsnap_load(rngsnap *ctx, const char *path, unsigned flags);
 
-/* Register app-owned state under a unique name (1..255 bytes). */
+/* Register app-owned state under a unique name (1..255 bytes).  *ops is
+ * copied; user is kept and passed to every callback, in the call pattern
+ * described at rngsnap_state_ops.  Every later save writes it and every
+ * later load requires it. */
 RNGSNAP_API int rngsnap_register_state(rngsnap *ctx, const char *name,
                                        const rngsnap_state_ops *ops,
                                        void *user);

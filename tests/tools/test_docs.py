@@ -12,9 +12,12 @@
   the line `<!-- fragment -->` (an excerpt; the marker is explained in the
   plugin guide's introduction);
 - RNGSNAP_HOST_HAS honours the host table's struct_size and a NULL member;
-- the plugin guide's thread contract names every function of the table.
+- the plugin guide's thread contract names every function of the table;
+- the user guide's trace of rngsnap_state_ops calls is what the library
+  does (tests/tools/state_ops_trace.c prints it).
 
-usage: test_docs.py RNGSNAP CC [CC ARGS...]   (CC: the project's compiler)
+usage: test_docs.py RNGSNAP STATE_OPS_TRACE CC [CC ARGS...]
+       (CC: the project's compiler)
 """
 import os
 import re
@@ -24,7 +27,8 @@ import tempfile
 
 src = os.environ["RNGSNAP_SOURCE_ROOT"]
 rngsnap = sys.argv[1]
-cc = sys.argv[2:] or ["cc"]
+trace_exe = sys.argv[2]
+cc = sys.argv[3:] or ["cc"]
 fails = []
 
 
@@ -182,6 +186,17 @@ for name, text in (("plugin-guide.md", plugin_guide), ("backend.h", backend_h)):
     check("serialises all calls" not in text and "Calls on one context are "
           "serialised" not in text,
           f"{name} no longer promises that every call on a context is serialised")
+
+# The state_ops call pattern the user guide shows is the library's.
+m = re.search(r"<!-- BEGIN state_ops trace -->\n```text\n(.*?)```\n"
+              r"<!-- END state_ops trace -->", guide, re.S)
+p = subprocess.run([trace_exe, os.path.join(os.environ["RNGSNAP_BUILD_ROOT"],
+                                            "config", "rng.ini")],
+                   capture_output=True, text=True)
+check(m is not None and p.returncode == 0 and m.group(1) == p.stdout,
+      "user-guide.md's state_ops trace is what the library calls",
+      f"rc={p.returncode}\nlibrary:\n{p.stdout}{p.stderr}\nguide:\n"
+      f"{m.group(1) if m else '(no trace block)'}")
 
 print(f"{len(fails)} failure(s)")
 sys.exit(1 if fails else 0)
