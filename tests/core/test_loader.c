@@ -3,7 +3,9 @@
  * message naming the plugin path and the reason; plugin errors from
  * open() reach the caller with the plugin's own words; loading works
  * again after failures (libltdl reference counting) and with several
- * contexts open at once.
+ * contexts open at once; missing, non-regular and badly named plugin
+ * files; optional and probe-only opens past a plugin that cannot be used.
+ * Trust checks: test_trust.c; setuid processes: test_secure.c.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -13,12 +15,15 @@
 #include <stdlib.h>
 #include <string.h>
 #include <pthread.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
 #include <rngsnap.h>
 
 #include "helpers.h"
+#include "plugin_files.h"
 
 typedef struct bad_plugin {
     const char *variant; /* rngsnap_<variant>.so, section [backend.variant] */
@@ -58,21 +63,201 @@ static void test_broken_plugins(void **state)
     }
 }
 
+/* The not-found message of [backend.hpu] at line 4 of the ini below. */
+static const char *missing_hpu_message(void)
+{
+    static char want[16384];
+    snprintf(want, sizeof want, "plugin 'rngsnap_hpu' for [backend.hpu] "
+             "(%s:4) not found; tried (folders from plugin_dir): "
+             "/no/a/rngsnap_hpu.so, /no/b/rngsnap_hpu.so, "
+             "%s/rngsnap_hpu.so", pf_path("rng.ini"), th_plugin_dir());
+    return want;
+}
+
+static const char *write_missing_hpu_ini(int required)
+{
+    return th_write("rng.ini", "[rngsnap]\nplugin_dir = /no/a:/no/b:%s\n"
+                    "[backend.good]\n[backend.hpu]\nrequired = %s\n",
+                    th_plugin_dir(), required ? "true" : "false");
+}
+
+/* A required backend whose plugin is missing: the open fails, naming
+ * every path tried. */
 static void test_missing_plugin_lists_paths(void **state)
 {
     (void)state;
-    const char *p = th_write("rng.ini",
-                             "[rngsnap]\nplugin_dir = /no/a:/no/b:%s\n"
-                             "[backend.good]\n[backend.hpu]\n"
-                             "required = false\n",
-                             th_plugin_dir());
-    char ini[4096], third[4096];
-    snprintf(ini, sizeof ini, "%s", p);
-    snprintf(third, sizeof third, "%s/rngsnap_hpu.so", th_plugin_dir());
-    /* An optional backend whose plugin is missing is still an error. */
+    const char *msg = th_open_fails(write_missing_hpu_ini(1), 0,
+                                    RNGSNAP_E_PLUGIN);
+    assert_string_equal(msg, missing_hpu_message());
+}
+
+/* An optional backend whose plugin file is missing is skipped with that
+ * reason, like an optional backend without a device (issue 8, item 7). */
+static void test_optional_missing_plugin_skipped(void **state)
+{
+    (void)state;
+    rngsnap *ctx = th_open_ok(write_missing_hpu_ini(0), 0);
+    assert_int_equal(rngsnap_backend_count(ctx), 2);
+    assert_int_equal(rngsnap_stream_count(ctx), 1);
+    rngsnap_backend_info bi;
+    assert_int_equal(rngsnap_backend_get(ctx, 1, &bi), RNGSNAP_OK);
+    assert_string_equal(bi.name, "hpu");
+    assert_true(bi.skipped);
+    assert_false(bi.available);
+    assert_null(bi.version);
+    assert_string_equal(bi.reason, missing_hpu_message());
+    assert_int_equal(rngsnap_seed_all(ctx, 1), RNGSNAP_OK);
+    rngsnap_close(ctx);
+
+    /* A plugin that is there but refused is an error even when optional:
+     * a broken install is fixed, not skipped. */
+    const char *msg = th_open_fails(
+        th_ini("[backend.good]\n[backend.badabi]\nrequired = false\n"), 0,
+        RNGSNAP_E_PLUGIN);
+    th_contains(msg, "rngsnap_badabi.so", "ABI version 99");
+}
+
+/* A directory or FIFO where the plugin should be is named for what it
+ * is, never opened (a FIFO would block), and it hides a plugin of the
+ * same name in a later folder: the first candidate that exists decides. */
+static void test_non_regular_plugin_files(void **state)
+{
+    (void)state;
+    alarm(20); /* a FIFO opened for reading would block forever */
+    pf_mkdir("nonreg", 0755);
+    pf_mkdir("nonreg/rngsnap_good.so", 0755);
+    if (mkfifo(pf_path("nonreg/rngsnap_fifo.so"), 0644) != 0)
+        fail_msg("mkfifo failed");
+    static const struct {
+        const char *backend, *kind;
+    } cases[] = {{"good", "a directory"}, {"fifo", "a FIFO (named pipe)"}};
+    for (size_t i = 0; i < 2; i++) {
+        char body[512], want[16384], rel[128];
+        snprintf(body, sizeof body, "[rngsnap]\nplugin_dir = %s:%s\n"
+                 "[backend.%s]\n", pf_path("nonreg"), th_plugin_dir(),
+                 cases[i].backend);
+        const char *ini = th_write("rng.ini", "%s", body);
+        snprintf(rel, sizeof rel, "nonreg/rngsnap_%s.so", cases[i].backend);
+        snprintf(want, sizeof want, "plugin %s for [backend.%s] (%s:3) is "
+                 "%s, not a plugin file", pf_path(rel), cases[i].backend,
+                 pf_path("rng.ini"), cases[i].kind);
+        assert_string_equal(th_open_fails(ini, 0, RNGSNAP_E_PLUGIN), want);
+    }
+    alarm(0);
+}
+
+/* What `plugin =` may contain (docs/rng-ini.md): a file name, a path
+ * below the ini's folder, an absolute path; never "..". */
+static void test_plugin_value_rules(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *value, *why;
+    } bad[] = {
+        {"../x/rngsnap_good.so", "climbs out of the ini's folder with '..'"},
+        {"sub/../../rngsnap_good.so",
+         "climbs out of the ini's folder with '..'"},
+        {"..", "is not a file name"},
+        {"sub/", "ends in '/' (names a folder)"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char body[256], want[8192];
+        snprintf(body, sizeof body, "[backend.good]\nplugin = %s\n",
+                 bad[i].value);
+        const char *ini = th_ini(body);
+        snprintf(want, sizeof want, "%s:3: [backend.good]: plugin = '%s' %s; "
+                 "give a file name found in plugin_dir (e.g. rngsnap_good), "
+                 "a path below the ini's folder, or an absolute path",
+                 pf_path("rng.ini"), bad[i].value, bad[i].why);
+        assert_string_equal(th_open_fails(ini, 0, RNGSNAP_E_CONFIG), want);
+    }
+    /* Allowed: a path below the ini's folder, and an absolute path. */
+    pf_mkdir("below", 0755);
+    pf_copy_plugin("good", "below", 0755);
+    rngsnap *ctx = th_open_ok(
+        th_ini("[backend.good]\nplugin = ./below/rngsnap_good.so\n"), 0);
+    rngsnap_backend_info bi;
+    assert_int_equal(rngsnap_backend_get(ctx, 0, &bi), RNGSNAP_OK);
+    assert_string_equal(bi.plugin_path, pf_path("below/rngsnap_good.so"));
+    rngsnap_close(ctx);
+    char body[8192];
+    snprintf(body, sizeof body, "[backend.good]\nplugin = %s\n",
+             pf_path("below/rngsnap_good.so"));
+    rngsnap_close(th_open_ok(th_ini(body), 0));
+}
+
+/* The ABI refusals say how to get out (rebuild against the installed
+ * headers); a state format id is shown as its four letters. */
+static void test_abi_and_format_messages(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *variant, *tail;
+    } cases[] = {
+        {"badabi", "was built for backend ABI version 99; this library uses "
+                   "ABI version 1: rebuild the plugin against the installed "
+                   "headers (cc $(pkg-config --cflags rngsnap) ...)"},
+        {"small", NULL},
+        {"statezero", ": state_size 0 of state format \"TEST\" (0x54534554) "
+                      "is outside 1..4096"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char body[128], want[8192];
+        snprintf(body, sizeof body, "[backend.%s]\n", cases[i].variant);
+        const char *msg = th_open_fails(th_ini(body), 0, RNGSNAP_E_PLUGIN);
+        if (!cases[i].tail) {
+            th_contains(msg, "smaller than the", "bytes this library needs: "
+                        "rebuild the plugin against the installed headers "
+                        "(cc $(pkg-config --cflags rngsnap) ...)");
+            continue;
+        }
+        snprintf(want, sizeof want, "plugin %s/rngsnap_%s.so for "
+                 "[backend.%s]%s%s", th_plugin_dir(), cases[i].variant,
+                 cases[i].variant, cases[i].tail[0] == ':' ? "" : " ",
+                 cases[i].tail);
+        assert_string_equal(msg, want);
+    }
+    /* The debug log of a loaded plugin shows its format the same way. */
+    setenv("RNGSNAP_LOG", "debug", 1);
+    pf_stderr_begin();
+    rngsnap *ctx = NULL;
+    int rc = rngsnap_open(&ctx, th_ini("[backend.good]\n"), 0);
+    const char *log = pf_stderr_end();
+    unsetenv("RNGSNAP_LOG");
+    assert_int_equal(rc, RNGSNAP_OK);
+    rngsnap_close(ctx);
+    char want[8192];
+    snprintf(want, sizeof want, "rngsnap debug: backend good: plugin "
+             "%s/rngsnap_good.so, version test-1, state format \"TEST\" "
+             "(0x54534554) of 24 bytes\n", th_plugin_dir());
+    th_contains(log, want);
+}
+
+/* A RNGSNAP_PROBE_ONLY context keeps going past a refused plugin and
+ * marks it unavailable with the loader's message as the reason, so that
+ * a listing shows every backend; the context cannot draw. */
+static void test_probe_only_lists_refused(void **state)
+{
+    (void)state;
+    const char *ini = th_ini("[backend.good]\n[backend.badabi]\n"
+                             "[backend.good2]\n");
     const char *msg = th_open_fails(ini, 0, RNGSNAP_E_PLUGIN);
-    th_contains(msg, "not found", "/no/a/rngsnap_hpu.so",
-                "/no/b/rngsnap_hpu.so", third, ini, ":4", "[backend.hpu]");
+    char want[8192];
+    snprintf(want, sizeof want, "%s", msg);
+    rngsnap *ctx = th_open_ok(ini, RNGSNAP_PROBE_ONLY);
+    assert_int_equal(rngsnap_backend_count(ctx), 3);
+    assert_int_equal(rngsnap_stream_count(ctx), 2);
+    rngsnap_backend_info bi;
+    assert_int_equal(rngsnap_backend_get(ctx, 1, &bi), RNGSNAP_OK);
+    assert_string_equal(bi.name, "badabi");
+    assert_false(bi.available);
+    assert_false(bi.skipped);
+    assert_null(bi.version);
+    assert_string_equal(bi.reason, want);
+    assert_int_equal(rngsnap_backend_get(ctx, 2, &bi), RNGSNAP_OK);
+    assert_true(bi.available);
+    assert_int_equal(rngsnap_seed_all(ctx, 1), RNGSNAP_E_UNAVAILABLE);
+    rngsnap_close(ctx);
 }
 
 static void test_not_a_shared_object(void **state)
@@ -169,6 +354,11 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_broken_plugins),
         cmocka_unit_test(test_missing_plugin_lists_paths),
+        cmocka_unit_test(test_optional_missing_plugin_skipped),
+        cmocka_unit_test(test_non_regular_plugin_files),
+        cmocka_unit_test(test_plugin_value_rules),
+        cmocka_unit_test(test_abi_and_format_messages),
+        cmocka_unit_test(test_probe_only_lists_refused),
         cmocka_unit_test(test_not_a_shared_object),
         cmocka_unit_test(test_plugin_open_error),
         cmocka_unit_test(test_reload_and_many_contexts),

@@ -2,7 +2,8 @@
  * testplug.c - one small test backend, built many times with different
  * defines into rngsnap_<variant>.so (see meson.build).  The working
  * variant ("good") has a trivial counter state; each broken variant has
- * exactly one defect the loader must refuse.
+ * exactly one defect the loader must refuse.  The "ctor" variant works
+ * and has a constructor that leaves a marker file (RS_CTOR_MARKER).
  *
  * Options of the working variants (rng.ini keys of their section):
  *   devices = N            number of devices (default 1); 0 -> no device
@@ -26,6 +27,22 @@ extern int rngsnap_test_missing_data; /* resolved by nobody */
 #endif
 #ifdef RS_BROKEN_UNDEF_FN
 extern int rngsnap_test_missing_function(void); /* resolved by nobody */
+#endif
+
+#ifdef RS_CTOR_MARKER
+#include <stdio.h>
+/* Appends a line to the file RNGSNAP_TEST_CTOR_MARKER names whenever the
+ * plugin is loaded: the loader tests prove with it that no code of a
+ * refused plugin ran. */
+__attribute__((constructor)) static void tp_constructor(void)
+{
+    const char *path = getenv("RNGSNAP_TEST_CTOR_MARKER");
+    FILE *f = path && *path ? fopen(path, "a") : NULL;
+    if (f) {
+        fputs("constructor ran\n", f);
+        fclose(f);
+    }
+}
 #endif
 
 typedef struct tp_backend {
@@ -221,7 +238,7 @@ static const rngsnap_backend tp_table = {
 #endif
     .name = PLUG_NAME,
     .version = "test-1",
-    .state_format = 0x54455354u, /* "TEST" */
+    .state_format = 0x54534554u, /* "TEST": bytes T, E, S, T (LE) */
 #if defined(RS_BROKEN_STATEZERO)
     .state_size = 0,
 #elif defined(RS_BROKEN_STATEBIG)
