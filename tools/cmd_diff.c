@@ -1,18 +1,22 @@
 /*
- * cmd_diff.c - `rngsnap diff A B`: which entries of two checkpoints
- * differ or exist on one side only; for two Philox states of the same
- * (seed, subsequence), how many words apart they are.
+ * cmd_diff.c - `rngsnap diff A B [--all] [--json]`: which entries of two
+ * checkpoints differ or exist on one side only; for two Philox states of
+ * the same (seed, subsequence), how many words apart they are.
+ *
+ * One walk over the entries (walk()) feeds either the text report or the
+ * JSON one, so the two cannot disagree.
  */
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "cli.h"
+#include "json.h"
 
 static void help(void)
 {
     printf(
-        "usage: rngsnap diff A B [--all]\n"
+        "usage: rngsnap diff A B [--all] [--json]\n"
         "\n"
         "Compare two checkpoints entry by entry (stream sections by backend,\n"
         "device and stream; app states by name).  For each entry that\n"
@@ -22,6 +26,13 @@ static void help(void)
         "world size are compared too; the creation time is not.\n"
         "\n"
         "  --all   list identical entries as well\n"
+        "  --json  one JSON object on stdout: {\"a\", \"b\", \"identical\",\n"
+        "          \"rank\", \"world_size\" ({\"a\", \"b\"} each),\n"
+        "          \"header_differs\", \"entries\", \"differing\",\n"
+        "          \"sections\": [{\"label\", \"kind\", (\"backend\", \"device\",)\n"
+        "          \"name\", \"status\", \"difference\", \"detail\"\n"
+        "          (, \"ahead\", \"words\")}]}; a file that cannot be used\n"
+        "          gives {\"file\", \"error\", \"error_code\"} (exit 2)\n"
         "\n"
         "Exit status: 0 identical; 1 they differ; 2 usage or I/O error, or a\n"
         "file that is not a sound checkpoint.\n");
@@ -49,52 +60,229 @@ static const rngsnap_file_section *find(const rngsnap_file *f,
     return NULL;
 }
 
-/* Describe how a and b (same key) differ into buf; 0 when identical. */
+/* How two sections of the same key compare: data for both reports. */
+typedef struct diff_result {
+    const char *difference; /* NULL: identical; else state_format,
+                               philox_offset, philox_stream, state_size or
+                               contents (the JSON "difference")          */
+    const char *ahead;      /* philox_offset: "A" or "B"                 */
+    uint64_t words;         /* philox_offset: how many words ahead       */
+    char detail[512];       /* the text report's words                   */
+} diff_result;
+
+/* Two Philox states of one stream: who is ahead and by how much. */
+static void compare_philox(const rngsnap_philox *pa, const rngsnap_philox *pb,
+                           diff_result *r)
+{
+    if (pa->seed != pb->seed || pa->subsequence != pb->subsequence) {
+        r->difference = "philox_stream";
+        snprintf(r->detail, sizeof r->detail, "different Philox streams "
+                 "(A: seed 0x%016" PRIx64 " subsequence %" PRIu64 "; B: seed "
+                 "0x%016" PRIx64 " subsequence %" PRIu64 ")", pa->seed,
+                 pa->subsequence, pb->seed, pb->subsequence);
+        return;
+    }
+    r->difference = "philox_offset";
+    r->ahead = pb->offset > pa->offset ? "B" : "A";
+    r->words = pb->offset > pa->offset ? pb->offset - pa->offset
+                                       : pa->offset - pb->offset;
+    snprintf(r->detail, sizeof r->detail, "same Philox stream, %s is %" PRIu64
+             " words ahead (offset %" PRIu64 " in A, %" PRIu64 " in B)",
+             r->ahead, r->words, pa->offset, pb->offset);
+}
+
+/* Compare a and b (same key) into *r; 0 when identical. */
 static int compare(const rngsnap_file_section *a,
-                   const rngsnap_file_section *b, char *buf, size_t len)
+                   const rngsnap_file_section *b, diff_result *r)
 {
     rngsnap_philox pa, pb;
     char fa[64], fb[64];
+    memset(r, 0, sizeof *r);
     if (a->state_format != b->state_format) {
-        snprintf(buf, len, "state format %s in A, %s in B",
+        r->difference = "state_format";
+        snprintf(r->detail, sizeof r->detail, "state format %s in A, %s in B",
                  cli_format_name(a->state_format, fa, sizeof fa),
                  cli_format_name(b->state_format, fb, sizeof fb));
-        return 1;
-    }
-    if (a->state_size == b->state_size
-        && memcmp(a->state, b->state, a->state_size) == 0)
+    } else if (a->state_size == b->state_size
+               && memcmp(a->state, b->state, a->state_size) == 0) {
         return 0;
-    if (a->kind == RNGSNAP_SECTION_STREAM
-        && rngsnap_philox_decode(a, &pa) == RNGSNAP_OK
-        && rngsnap_philox_decode(b, &pb) == RNGSNAP_OK) {
-        if (pa.seed == pb.seed && pa.subsequence == pb.subsequence) {
-            const char *who = pb.offset > pa.offset ? "B" : "A";
-            uint64_t d = pb.offset > pa.offset ? pb.offset - pa.offset
-                                               : pa.offset - pb.offset;
-            snprintf(buf, len, "same Philox stream, %s is %" PRIu64
-                     " words ahead (offset %" PRIu64 " in A, %" PRIu64
-                     " in B)", who, d, pa.offset, pb.offset);
-        } else {
-            snprintf(buf, len, "different Philox streams (A: seed 0x%016"
-                     PRIx64 " subsequence %" PRIu64 "; B: seed 0x%016" PRIx64
-                     " subsequence %" PRIu64 ")", pa.seed, pa.subsequence,
-                     pb.seed, pb.subsequence);
-        }
-        return 1;
+    } else if (a->kind == RNGSNAP_SECTION_STREAM
+               && rngsnap_philox_decode(a, &pa) == RNGSNAP_OK
+               && rngsnap_philox_decode(b, &pb) == RNGSNAP_OK) {
+        compare_philox(&pa, &pb, r);
+    } else if (a->state_size != b->state_size) {
+        r->difference = "state_size";
+        snprintf(r->detail, sizeof r->detail, "state size %zu in A, %zu in B",
+                 a->state_size, b->state_size);
+    } else {
+        r->difference = "contents";
+        snprintf(r->detail, sizeof r->detail, "contents differ (%zu bytes)",
+                 a->state_size);
     }
-    if (a->state_size != b->state_size)
-        snprintf(buf, len, "state size %zu in A, %zu in B", a->state_size,
-                 b->state_size);
-    else
-        snprintf(buf, len, "contents differ (%zu bytes)", a->state_size);
     return 1;
+}
+
+/* Where an entry was found and how it compares. */
+enum { ONLY_A, ONLY_B, DIFFERS, IDENTICAL };
+static const char *const status_word[] = {"only_in_a", "only_in_b",
+                                          "differs", "identical"};
+
+/* The report being written: text or JSON, and what was counted. */
+typedef struct diff_report {
+    int json, all;
+    size_t entries, ndiff, shown;
+} diff_report;
+
+static void report_text(const rngsnap_file_section *s, int status,
+                        const diff_result *r)
+{
+    char label[512];
+    cli_section_label(s, label, sizeof label);
+    if (status == DIFFERS)
+        printf("  %-32s differs: %s\n", label, r->detail);
+    else
+        printf("  %-32s %s\n", label, status == ONLY_A ? "only in A"
+                                      : status == ONLY_B ? "only in B"
+                                                         : "identical");
+}
+
+static void report_json(const rngsnap_file_section *s, int status,
+                        const diff_result *r, size_t index)
+{
+    char label[512];
+    int n = 0;
+    const char *sep = ", ";
+    printf("%s\n    {", index ? "," : "");
+    json_key(stdout, &n, sep, "label");
+    json_string(stdout, cli_section_label(s, label, sizeof label));
+    json_key(stdout, &n, sep, "kind");
+    json_string(stdout, s->kind == RNGSNAP_SECTION_STREAM ? "stream" : "app");
+    if (s->kind == RNGSNAP_SECTION_STREAM) {
+        json_key(stdout, &n, sep, "backend");
+        json_string(stdout, s->backend);
+        json_key(stdout, &n, sep, "device");
+        printf("%d", s->device);
+    }
+    json_key(stdout, &n, sep, "name");
+    json_string(stdout, s->name);
+    json_key(stdout, &n, sep, "status");
+    json_string(stdout, status_word[status]);
+    json_key(stdout, &n, sep, "difference");
+    json_string(stdout, status == DIFFERS ? r->difference : NULL);
+    json_key(stdout, &n, sep, "detail");
+    json_string(stdout, status == DIFFERS ? r->detail : NULL);
+    if (status == DIFFERS && r->ahead) {
+        json_key(stdout, &n, sep, "ahead");
+        json_string(stdout, r->ahead);
+        json_key(stdout, &n, sep, "words");
+        printf("%" PRIu64, r->words);
+    }
+    fputs("}", stdout);
+}
+
+/* Count one entry and report it (identical ones only with --all). */
+static void report(diff_report *rep, const rngsnap_file_section *s,
+                   int status, const diff_result *r)
+{
+    rep->entries++;
+    if (status != IDENTICAL)
+        rep->ndiff++;
+    else if (!rep->all)
+        return;
+    if (rep->json)
+        report_json(s, status, r, rep->shown);
+    else
+        report_text(s, status, r);
+    rep->shown++;
+}
+
+/* Every entry of A, in A's order; then those only in B. */
+static void walk(rngsnap_file *const f[2], diff_report *rep)
+{
+    diff_result r;
+    size_t na = rngsnap_file_section_count(f[0]);
+    size_t nb = rngsnap_file_section_count(f[1]);
+    for (size_t i = 0; i < na; i++) {
+        const rngsnap_file_section *a = rngsnap_file_section_at(f[0], i);
+        const rngsnap_file_section *b = find(f[1], a);
+        if (!b)
+            report(rep, a, ONLY_A, NULL);
+        else
+            report(rep, a, compare(a, b, &r) ? DIFFERS : IDENTICAL, &r);
+    }
+    for (size_t i = 0; i < nb; i++) {
+        const rngsnap_file_section *b = rngsnap_file_section_at(f[1], i);
+        if (!find(f[0], b))
+            report(rep, b, ONLY_B, NULL);
+    }
+}
+
+static int header_differs(const rngsnap_file_header *ha,
+                          const rngsnap_file_header *hb)
+{
+    return ha->rank != hb->rank || ha->world_size != hb->world_size;
+}
+
+static int diff_text(const char *const path[2], rngsnap_file *const f[2],
+                     int all)
+{
+    const rngsnap_file_header *ha = rngsnap_file_header_get(f[0]);
+    const rngsnap_file_header *hb = rngsnap_file_header_get(f[1]);
+    printf("A: %s (%zu sections)\nB: %s (%zu sections)\n", path[0],
+           rngsnap_file_section_count(f[0]), path[1],
+           rngsnap_file_section_count(f[1]));
+    int hdiff = header_differs(ha, hb);
+    if (hdiff)
+        printf("  rank/world size differ: A %" PRId32 "/%" PRId32 ", B %"
+               PRId32 "/%" PRId32 "\n", ha->rank, ha->world_size, hb->rank,
+               hb->world_size);
+    diff_report rep = {.json = 0, .all = all};
+    walk(f, &rep);
+    printf("%zu of %zu entries differ%s\n", rep.ndiff, rep.entries,
+           hdiff && !rep.ndiff ? " (headers differ)" : "");
+    return hdiff || rep.ndiff ? CLI_FAIL : CLI_OK;
+}
+
+static int diff_json(const char *const path[2], rngsnap_file *const f[2],
+                     int all)
+{
+    const rngsnap_file_header *ha = rngsnap_file_header_get(f[0]);
+    const rngsnap_file_header *hb = rngsnap_file_header_get(f[1]);
+    int n = 0;
+    const char *sep = ",\n  ";
+    fputs("{\n  ", stdout);
+    json_key(stdout, &n, sep, "a");
+    json_string(stdout, path[0]);
+    json_key(stdout, &n, sep, "b");
+    json_string(stdout, path[1]);
+    json_key(stdout, &n, sep, "rank");
+    printf("{\"a\": %" PRId32 ", \"b\": %" PRId32 "}", ha->rank, hb->rank);
+    json_key(stdout, &n, sep, "world_size");
+    printf("{\"a\": %" PRId32 ", \"b\": %" PRId32 "}", ha->world_size,
+           hb->world_size);
+    json_key(stdout, &n, sep, "sections");
+    fputs("[", stdout);
+    diff_report rep = {.json = 1, .all = all};
+    walk(f, &rep);
+    printf("%s]", rep.shown ? "\n  " : "");
+    int hdiff = header_differs(ha, hb);
+    json_key(stdout, &n, sep, "header_differs");
+    json_bool(stdout, hdiff);
+    json_key(stdout, &n, sep, "entries");
+    printf("%zu", rep.entries);
+    json_key(stdout, &n, sep, "differing");
+    printf("%zu", rep.ndiff);
+    json_key(stdout, &n, sep, "identical");
+    json_bool(stdout, !hdiff && !rep.ndiff);
+    fputs("\n}\n", stdout);
+    return hdiff || rep.ndiff ? CLI_FAIL : CLI_OK;
 }
 
 int cmd_diff(const cli_globals *g, int argc, char **argv)
 {
     (void)g;
     const char *path[2] = {NULL, NULL};
-    int all = 0, np = 0;
+    int all = 0, json = 0, np = 0;
     for (int i = 1; i < argc; i++) {
         const char *unused; /* -c is accepted; no rng.ini is needed */
         int r = cli_common_arg("diff", argc, argv, &i, &unused, help);
@@ -104,6 +292,8 @@ int cmd_diff(const cli_globals *g, int argc, char **argv)
             return r == CLI_ARG_HELP ? CLI_OK : CLI_USAGE;
         if (strcmp(argv[i], "--all") == 0) {
             all = 1;
+        } else if (strcmp(argv[i], "--json") == 0) {
+            json = 1;
         } else if ((argv[i][0] == '-' && argv[i][1] != '\0') || np == 2) {
             cli_err("diff", "unexpected argument '%s' (see --help)", argv[i]);
             return CLI_USAGE;
@@ -119,57 +309,17 @@ int cmd_diff(const cli_globals *g, int argc, char **argv)
     for (int k = 0; k < 2; k++) {
         int rc = cli_file_open("diff", path[k], &f[k], 0);
         if (rc != CLI_OK) {
+            if (json) {
+                int code;
+                const char *msg = cli_file_error(&code);
+                json_error(stdout, "file", path[k], msg, code);
+            }
             rngsnap_file_close(f[0]);
             return rc;
         }
     }
-
-    const rngsnap_file_header *ha = rngsnap_file_header_get(f[0]);
-    const rngsnap_file_header *hb = rngsnap_file_header_get(f[1]);
-    size_t na = rngsnap_file_section_count(f[0]);
-    size_t nb = rngsnap_file_section_count(f[1]);
-    printf("A: %s (%zu sections)\nB: %s (%zu sections)\n", path[0], na,
-           path[1], nb);
-    int differ = 0;
-    size_t entries = 0, ndiff = 0;
-    if (ha->rank != hb->rank || ha->world_size != hb->world_size) {
-        printf("  rank/world size differ: A %" PRId32 "/%" PRId32 ", B %"
-               PRId32 "/%" PRId32 "\n", ha->rank, ha->world_size, hb->rank,
-               hb->world_size);
-        differ = 1;
-    }
-
-    char label[512], why[512];
-    /* Every entry of A, in A's order; then those only in B. */
-    for (size_t i = 0; i < na; i++) {
-        const rngsnap_file_section *a = rngsnap_file_section_at(f[0], i);
-        const rngsnap_file_section *b = find(f[1], a);
-        cli_section_label(a, label, sizeof label);
-        entries++;
-        if (!b) {
-            printf("  %-32s only in A\n", label);
-            ndiff++;
-        } else if (compare(a, b, why, sizeof why)) {
-            printf("  %-32s differs: %s\n", label, why);
-            ndiff++;
-        } else if (all) {
-            printf("  %-32s identical\n", label);
-        }
-    }
-    for (size_t i = 0; i < nb; i++) {
-        const rngsnap_file_section *b = rngsnap_file_section_at(f[1], i);
-        if (find(f[0], b))
-            continue;
-        entries++;
-        ndiff++;
-        printf("  %-32s only in B\n",
-               cli_section_label(b, label, sizeof label));
-    }
-    if (ndiff)
-        differ = 1;
-    printf("%zu of %zu entries differ%s\n", ndiff, entries,
-           differ && !ndiff ? " (headers differ)" : "");
+    int rc = json ? diff_json(path, f, all) : diff_text(path, f, all);
     rngsnap_file_close(f[0]);
     rngsnap_file_close(f[1]);
-    return differ ? CLI_FAIL : CLI_OK;
+    return rc;
 }

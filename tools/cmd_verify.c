@@ -1,30 +1,78 @@
 /*
- * cmd_verify.c - `rngsnap verify FILE`: structure and every checksum of a
- * checkpoint; the first problem is printed with its reason.
+ * cmd_verify.c - `rngsnap verify FILE [--json]`: structure and every
+ * checksum of a checkpoint; the first problem is printed with its reason.
  */
 #include <inttypes.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "cli.h"
+#include "json.h"
 
 static void help(void)
 {
     printf(
-        "usage: rngsnap verify FILE\n"
+        "usage: rngsnap verify FILE [--json]\n"
         "\n"
         "Read the whole checkpoint and check its structure, every section\n"
         "checksum and the whole-file checksum, without loading it into any\n"
         "registry (no rng.ini or plugin is needed).\n"
+        "\n"
+        "  --json   one JSON object on stdout: {\"file\", \"ok\": true,\n"
+        "           \"format_version\", \"library_version\", \"section_count\",\n"
+        "           \"file_size\", \"file_checksum\"}, or, when the file is not\n"
+        "           sound or cannot be read, {\"file\", \"ok\": false, \"error\",\n"
+        "           \"error_code\"} (and the same exit status)\n"
         "\n"
         "Exit status: 0 the file is sound; 1 it is not (truncated, a flipped\n"
         "bit, an unknown format version: the first problem is printed);\n"
         "2 usage or I/O error (the file cannot be read).\n");
 }
 
+static void print_json_ok(const char *path, const rngsnap_file *f)
+{
+    const rngsnap_file_header *h = rngsnap_file_header_get(f);
+    int n = 0;
+    const char *sep = ",\n  ";
+    fputs("{\n  ", stdout);
+    json_key(stdout, &n, sep, "file");
+    json_string(stdout, path);
+    json_key(stdout, &n, sep, "ok");
+    json_bool(stdout, 1);
+    json_key(stdout, &n, sep, "format_version");
+    printf("%" PRIu32, h->format_version);
+    json_key(stdout, &n, sep, "library_version");
+    json_string(stdout, h->library_version);
+    json_key(stdout, &n, sep, "section_count");
+    printf("%zu", rngsnap_file_section_count(f));
+    json_key(stdout, &n, sep, "file_size");
+    printf("%" PRIu64, h->file_size);
+    json_key(stdout, &n, sep, "file_checksum");
+    printf("\"%016" PRIx64 "\"\n}\n", h->file_checksum);
+}
+
+/* After a failed cli_file_open: the reason as JSON (stderr has it too). */
+static void print_json_error(const char *path)
+{
+    int code, n = 0;
+    const char *msg = cli_file_error(&code), *sep = ",\n  ";
+    fputs("{\n  ", stdout);
+    json_key(stdout, &n, sep, "file");
+    json_string(stdout, path);
+    json_key(stdout, &n, sep, "ok");
+    json_bool(stdout, 0);
+    json_key(stdout, &n, sep, "error");
+    json_string(stdout, msg);
+    json_key(stdout, &n, sep, "error_code");
+    json_string(stdout, rngsnap_error_name(code));
+    fputs("\n}\n", stdout);
+}
+
 int cmd_verify(const cli_globals *g, int argc, char **argv)
 {
     (void)g;
     const char *path = NULL;
+    int json = 0;
     for (int i = 1; i < argc; i++) {
         const char *unused; /* -c is accepted; no rng.ini is needed */
         int r = cli_common_arg("verify", argc, argv, &i, &unused, help);
@@ -32,12 +80,15 @@ int cmd_verify(const cli_globals *g, int argc, char **argv)
             continue;
         if (r != CLI_ARG_OWN)
             return r == CLI_ARG_HELP ? CLI_OK : CLI_USAGE;
-        if ((argv[i][0] == '-' && argv[i][1] != '\0') || path) {
+        if (strcmp(argv[i], "--json") == 0) {
+            json = 1;
+        } else if ((argv[i][0] == '-' && argv[i][1] != '\0') || path) {
             cli_err("verify", "unexpected argument '%s' (see --help)",
                     argv[i]);
             return CLI_USAGE;
+        } else {
+            path = argv[i];
         }
-        path = argv[i];
     }
     if (!path) {
         cli_err("verify", "missing FILE (see --help)");
@@ -45,12 +96,19 @@ int cmd_verify(const cli_globals *g, int argc, char **argv)
     }
     rngsnap_file *f;
     int rc = cli_file_open("verify", path, &f, 1);
-    if (rc != CLI_OK)
+    if (rc != CLI_OK) {
+        if (json)
+            print_json_error(path);
         return rc;
+    }
     const rngsnap_file_header *h = rngsnap_file_header_get(f);
-    printf("%s: ok (format %" PRIu32 ", %zu sections, %" PRIu64
-           " bytes, checksum %016" PRIx64 ")\n", path, h->format_version,
-           rngsnap_file_section_count(f), h->file_size, h->file_checksum);
+    if (json)
+        print_json_ok(path, f);
+    else
+        printf("%s: ok (format %" PRIu32 ", %zu sections, %" PRIu64
+               " bytes, checksum %016" PRIx64 ")\n", path, h->format_version,
+               rngsnap_file_section_count(f), h->file_size,
+               h->file_checksum);
     rngsnap_file_close(f);
     return CLI_OK;
 }

@@ -1,5 +1,6 @@
 /*
- * json.c - JSON string escaping (RFC 8259): quote, backslash and control
+ * json.c - JSON writing for --json: strings, object members, the error
+ * object.  Strings are escaped per RFC 8259: quote, backslash and control
  * characters escaped; bytes >= 0x80 are passed through when they form
  * valid UTF-8 and written as \u00XX (Latin-1 reading) when they do not, so
  * the output always parses.
@@ -70,6 +71,19 @@ void json_string(FILE *to, const char *s)
         }
     }
     fputc('"', to);
+}
+
+void json_key(FILE *to, int *n, const char *sep, const char *key)
+{
+    if ((*n)++)
+        fputs(sep, to);
+    json_string(to, key);
+    fputs(": ", to);
+}
+
+void json_bool(FILE *to, int v)
+{
+    fputs(v ? "true" : "false", to);
 }
 
 void json_error(FILE *to, const char *key, const char *value,
