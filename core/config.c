@@ -46,12 +46,34 @@ typedef struct rs_seen {
     int plugin, required, streams;
 } rs_seen;
 
+/* Names seen so far, keyed by (scope, name): scope 0 holds the backend
+ * names, 2i+1 the option keys of backend i, 2i+2 its stream names.  An
+ * open-addressing hash set, so that duplicate checks stay linear in the
+ * file (a 1 MiB file holds 73,195 sections).  The strings belong to the
+ * context (b->name, option keys, stream names) and outlive the set. */
+typedef struct rs_name_slot {
+    const char *name; /* NULL: empty slot */
+    size_t hash;      /* name_hash(scope, name) */
+    size_t scope;
+    int line;         /* where it was first seen */
+} rs_name_slot;
+
+typedef struct rs_nameset {
+    rs_name_slot *slot;
+    size_t cap, count; /* cap is 0 or a power of two */
+} rs_nameset;
+
 typedef struct rs_parse {
     struct rngsnap *ctx;
     rs_config *cfg;
     const char *data;      /* whole file */
     size_t len, pos;
     int line;              /* number of the line last handed to inih */
+    int continuation;      /* that line continues the stream list */
+    int list_open;         /* the line before was a streams line (or a
+                            * continuation of one): an indented line
+                            * without '=' or ':' continues the list */
+    int list_empty_line;   /* line of a 'streams =' with no value yet */
     const char *cur;       /* that line, stripped, for messages */
     size_t cur_len;
     int err;               /* first error code (0: none) */
@@ -61,6 +83,11 @@ typedef struct rs_parse {
     int seen_global;       /* line of the [rngsnap] header */
     int log_line;
     rs_seen *seen;         /* parallel to ctx->backends */
+    size_t backends_cap;   /* allocated slots of ctx->backends */
+    size_t seen_cap;       /* ... of seen */
+    size_t options_cap;    /* ... of the current backend's options */
+    size_t streams_cap;    /* ... of the current backend's streams */
+    rs_nameset names;
 } rs_parse;
 
 /* ---- small helpers ------------------------------------------------------ */
@@ -91,28 +118,112 @@ int rs_name_ok(const char *s, size_t len)
     return 1;
 }
 
-static int perr(rs_parse *p, int code, const char *fmt, ...)
+/* ---- the set of names seen ------------------------------------------- */
+
+static size_t name_hash(size_t scope, const char *name)
+{
+    uint64_t h = 0xcbf29ce484222325ull ^ scope; /* FNV-1a */
+    for (const unsigned char *c = (const unsigned char *)name; *c; c++)
+        h = (h ^ *c) * 0x100000001b3ull;
+    return (size_t)(h ^ (h >> 32));
+}
+
+/* The slot holding (scope, name) with that hash, or the empty slot
+ * where it belongs. */
+static rs_name_slot *nameset_slot(const rs_nameset *set, size_t hash,
+                                  size_t scope, const char *name)
+{
+    size_t mask = set->cap - 1;
+    for (size_t i = hash & mask;; i = (i + 1) & mask) {
+        rs_name_slot *e = &set->slot[i];
+        if (!e->name || (e->hash == hash && e->scope == scope
+                         && strcmp(e->name, name) == 0))
+            return e;
+    }
+}
+
+static int nameset_grow(rs_nameset *set)
+{
+    size_t cap = set->cap ? 2 * set->cap : 64;
+    rs_nameset big = {calloc(cap, sizeof *big.slot), cap, set->count};
+    if (!big.slot)
+        return 0;
+    for (size_t i = 0; i < set->cap; i++) {
+        const rs_name_slot *e = &set->slot[i];
+        if (e->name) /* all names differ: the first free slot is it */
+            *nameset_slot(&big, e->hash, e->scope, e->name) = *e;
+    }
+    free(set->slot);
+    *set = big;
+    return 1;
+}
+
+/* Add name (first seen at line) to scope.  Returns 0 when added, the line
+ * of the earlier one when it was there, -1 when out of memory. */
+static int nameset_add(rs_nameset *set, size_t scope, const char *name,
+                       int line)
+{
+    if (2 * (set->count + 1) > set->cap && !nameset_grow(set))
+        return -1;
+    size_t hash = name_hash(scope, name);
+    rs_name_slot *e = nameset_slot(set, hash, scope, name);
+    if (e->name)
+        return e->line;
+    *e = (rs_name_slot){name, hash, scope, line};
+    set->count++;
+    return 0;
+}
+
+/* Scopes of nameset entries for backend i. */
+static size_t scope_options(size_t i) { return 2 * i + 1; }
+static size_t scope_streams(size_t i) { return 2 * i + 2; }
+
+/* arr (n items of size bytes, room for *cap) with room for one more:
+ * doubled when full, so that adding n items costs O(n).  NULL: out of
+ * memory, arr and *cap unchanged. */
+static void *grow(void *arr, size_t n, size_t *cap, size_t size)
+{
+    if (n < *cap)
+        return arr;
+    size_t ncap = *cap ? 2 * *cap : 8;
+    void *na = realloc(arr, ncap * size);
+    if (na)
+        *cap = ncap;
+    return na;
+}
+
+static int perr_at(rs_parse *p, int line, int code, const char *fmt, ...)
 #if defined(__GNUC__)
-    __attribute__((format(printf, 3, 4)))
+    __attribute__((format(printf, 4, 5)))
 #endif
     ;
 
 /* Record the first error as "<file>:<line>: <text>" and stop reading. */
-static int perr(rs_parse *p, int code, const char *fmt, ...)
+static int vperr(rs_parse *p, int line, int code, const char *fmt,
+                 va_list ap)
 {
     if (p->err)
         return 0;
     char text[RS_ERRMSG_MAX];
-    va_list ap;
-    va_start(ap, fmt);
     vsnprintf(text, sizeof text, fmt, ap);
-    va_end(ap);
-    rs_error(p->ctx, code, "%s:%d: %s", p->ctx->ini_path, p->line, text);
+    rs_error(p->ctx, code, "%s:%d: %s", p->ctx->ini_path, line, text);
     p->err = code;
-    p->err_line = p->line;
+    p->err_line = line;
     p->stop = 1;
     return 0; /* inih: handler failed */
 }
+
+static int perr_at(rs_parse *p, int line, int code, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vperr(p, line, code, fmt, ap);
+    va_end(ap);
+    return 0;
+}
+
+/* An error on the line being read. */
+#define perr(p, code, ...) perr_at((p), (p)->line, (code), __VA_ARGS__)
 
 static rs_backend *cur_backend(rs_parse *p)
 {
@@ -120,6 +231,44 @@ static rs_backend *cur_backend(rs_parse *p)
 }
 
 /* ---- section headers (seen by the reader, before inih) ---------------- */
+
+/* A new backend slot named bname[0..blen) (a valid name).  1: added;
+ * 0: error recorded (duplicate section, no memory). */
+static int add_backend(rs_parse *p, const char *bname, size_t blen)
+{
+    struct rngsnap *ctx = p->ctx;
+    rs_backend *nb = grow(ctx->backends, ctx->nbackends, &p->backends_cap,
+                          sizeof *nb);
+    if (nb)
+        ctx->backends = nb;
+    rs_seen *ns = grow(p->seen, ctx->nbackends, &p->seen_cap, sizeof *ns);
+    if (ns)
+        p->seen = ns;
+    char *name = nb && ns ? malloc(blen + 1) : NULL;
+    if (!name)
+        return perr(p, RNGSNAP_E_NOMEM, "out of memory");
+    memcpy(name, bname, blen);
+    name[blen] = '\0';
+    int first = nameset_add(&p->names, 0, name, p->line);
+    if (first != 0) {
+        if (first < 0)
+            perr(p, RNGSNAP_E_NOMEM, "out of memory");
+        else
+            perr(p, RNGSNAP_E_CONFIG, "duplicate section [backend.%s] "
+                 "(first at line %d)", name, first);
+        free(name);
+        return 0;
+    }
+    rs_backend *b = &ctx->backends[ctx->nbackends++];
+    memset(b, 0, sizeof *b);
+    memset(&p->seen[ctx->nbackends - 1], 0, sizeof *p->seen);
+    b->ctx = ctx;
+    b->name = name;
+    b->required = 1;
+    b->section_line = p->line;
+    p->options_cap = p->streams_cap = 0;
+    return 1;
+}
 
 static void on_header(rs_parse *p, const char *s, size_t n)
 {
@@ -162,51 +311,61 @@ static void on_header(rs_parse *p, const char *s, size_t n)
              name);
         return;
     }
-    struct rngsnap *ctx = p->ctx;
-    for (size_t i = 0; i < ctx->nbackends; i++) {
-        if (strlen(ctx->backends[i].name) == blen
-            && memcmp(ctx->backends[i].name, bname, blen) == 0) {
-            perr(p, RNGSNAP_E_CONFIG,
-                 "duplicate section [backend.%.*s] (first at line %d)",
-                 (int)blen, bname, ctx->backends[i].section_line);
-            return;
-        }
-    }
-    rs_backend *nb = realloc(ctx->backends,
-                             (ctx->nbackends + 1) * sizeof *nb);
-    rs_seen *ns = realloc(p->seen, (ctx->nbackends + 1) * sizeof *ns);
-    if (nb)
-        ctx->backends = nb;
-    if (ns)
-        p->seen = ns;
-    if (!nb || !ns) {
-        perr(p, RNGSNAP_E_NOMEM, "out of memory");
-        return;
-    }
-    rs_backend *b = &ctx->backends[ctx->nbackends];
-    memset(b, 0, sizeof *b);
-    memset(&p->seen[ctx->nbackends], 0, sizeof *p->seen);
-    b->ctx = ctx;
-    b->required = 1;
-    b->section_line = p->line;
-    b->name = malloc(blen + 1);
-    if (!b->name) {
-        perr(p, RNGSNAP_E_NOMEM, "out of memory");
-        return;
-    }
-    memcpy(b->name, bname, blen);
-    b->name[blen] = '\0';
-    ctx->nbackends++;
-    p->section = 2;
+    if (add_backend(p, bname, blen))
+        p->section = 2;
 }
 
 /* ---- the reader: one line per call ------------------------------------ */
 
+/* 1 when the line s[0..n) (leading blanks stripped) can continue a stream
+ * list: not empty, no comment or header, no '=' or ':' (a stream name
+ * holds neither, a key line always one), so no valid key line changes
+ * meaning. */
+static int is_list_line(const char *s, size_t n)
+{
+    return n && !strchr(";#[", s[0]) && !memchr(s, '=', n)
+           && !memchr(s, ':', n);
+}
+
+/* For the hint of a line too long: a "streams =" line or its sequel. */
+static int is_streams_line(const rs_parse *p, const char *s, size_t n)
+{
+    while (n && isspace((unsigned char)*s)) {
+        s++;
+        n--;
+    }
+    if (p->list_open && is_list_line(s, n))
+        return 1;
+    return n > 7 && memcmp(s, "streams", 7) == 0 && strchr(" \t=:", s[7]);
+}
+
+/* Track the stream list across lines: the line being read continues it
+ * (cont) or ends it, and a list left empty ('streams =' and no indented
+ * line after it) is an error on its own line.  0: error recorded. */
+static int next_line_of_list(rs_parse *p, int cont)
+{
+    p->continuation = cont && p->list_open;
+    if (p->continuation) {
+        p->list_empty_line = 0;
+        return 1;
+    }
+    p->list_open = 0;
+    if (!p->list_empty_line)
+        return 1;
+    return perr_at(p, p->list_empty_line, RNGSNAP_E_CONFIG,
+                   "key 'streams' of [backend.%s]: empty stream list",
+                   cur_backend(p)->name);
+}
+
 static char *reader(char *str, int num, void *stream)
 {
     rs_parse *p = stream;
-    if (p->stop || p->pos >= p->len)
+    if (p->stop)
         return NULL;
+    if (p->pos >= p->len) {
+        next_line_of_list(p, 0); /* the file ends the list */
+        return NULL;
+    }
     const char *s = p->data + p->pos;
     size_t avail = p->len - p->pos;
     const char *nl = memchr(s, '\n', avail);
@@ -229,18 +388,26 @@ static char *reader(char *str, int num, void *stream)
     if (num < 2 || n > (size_t)num - 2) {
         perr(p, RNGSNAP_E_CONFIG,
              "line is %zu characters long; the ini parser (inih) reads at "
-             "most %d", n, num - 2);
+             "most %d%s", n, num - 2, is_streams_line(p, s, n)
+             ? " (continue a long stream list on indented lines)" : "");
         return NULL;
     }
+    int indented = n && isspace((unsigned char)*s);
     while (n && isspace((unsigned char)*s)) {
         s++;
         n--;
     }
     p->cur = s;
     p->cur_len = n;
-    memcpy(str, s, n);
-    str[n] = '\n';
-    str[n + 1] = '\0';
+    if (!next_line_of_list(p, indented && is_list_line(s, n)))
+        return NULL;
+    /* One blank before a continuation: inih hands it to the handler as
+     * the next value of the previous key ("streams"). */
+    size_t lead = p->continuation ? 1 : 0;
+    str[0] = ' ';
+    memcpy(str + lead, s, n);
+    str[lead + n] = '\n';
+    str[lead + n + 1] = '\0';
     if (n && s[0] == '[')
         on_header(p, s, n);
     return p->stop ? NULL : str;
@@ -311,45 +478,68 @@ static void free_list(char **items, size_t n)
     free(items);
 }
 
-static int set_streams(rs_parse *p, rs_backend *b, const char *value)
+/* Append one stream name (taking it) to b; item is its place in value,
+ * the list on this line, for messages.  0: error recorded, name kept by
+ * the caller. */
+static int add_stream(rs_parse *p, rs_backend *b, char *name,
+                      const char *value, size_t item)
 {
-    if (!*value)
+    if (!name[0])
         return perr(p, RNGSNAP_E_CONFIG,
-                    "key 'streams' of [backend.%s]: empty stream list",
-                    b->name);
+                    "key 'streams' of [backend.%s]: empty stream name "
+                    "(item %zu of '%s')", b->name, item + 1, value);
+    if (!rs_name_ok(name, strlen(name)))
+        return perr(p, RNGSNAP_E_CONFIG,
+                    "key 'streams' of [backend.%s]: invalid stream name '%s' "
+                    "(use 1..%d letters, digits, '_', '.', '-')", b->name,
+                    name, RS_NAME_MAX);
+    char **ns = grow(b->streams, b->nstreams, &p->streams_cap, sizeof *ns);
+    if (!ns)
+        return perr(p, RNGSNAP_E_NOMEM, "out of memory");
+    b->streams = ns;
+    int first = nameset_add(&p->names, scope_streams(p->ctx->nbackends - 1),
+                            name, p->line);
+    if (first < 0)
+        return perr(p, RNGSNAP_E_NOMEM, "out of memory");
+    if (first == p->line)
+        return perr(p, RNGSNAP_E_CONFIG, "key 'streams' of [backend.%s]: "
+                    "duplicate stream name '%s'", b->name, name);
+    if (first)
+        return perr(p, RNGSNAP_E_CONFIG, "key 'streams' of [backend.%s]: "
+                    "duplicate stream name '%s' (first at line %d)",
+                    b->name, name, first);
+    b->streams[b->nstreams++] = name;
+    return 1;
+}
+
+/* One line of the stream list: "streams = a, b" or an indented "c, d"
+ * after it.  Each line is a whole comma-separated list. */
+static int add_streams(rs_parse *p, rs_backend *b, const char *value)
+{
     char **items;
     size_t n;
     if (!split_list(value, ',', &items, &n))
         return perr(p, RNGSNAP_E_NOMEM, "out of memory");
-    for (size_t i = 0; i < n; i++) {
-        if (!items[i][0]) {
-            perr(p, RNGSNAP_E_CONFIG,
-                 "key 'streams' of [backend.%s]: empty stream name "
-                 "(item %zu of '%s')", b->name, i + 1, value);
-            goto fail;
-        }
-        if (!rs_name_ok(items[i], strlen(items[i]))) {
-            perr(p, RNGSNAP_E_CONFIG,
-                 "key 'streams' of [backend.%s]: invalid stream name '%s' "
-                 "(use 1..%d letters, digits, '_', '.', '-')", b->name,
-                 items[i], RS_NAME_MAX);
-            goto fail;
-        }
-        for (size_t j = 0; j < i; j++) {
-            if (strcmp(items[i], items[j]) == 0) {
-                perr(p, RNGSNAP_E_CONFIG,
-                     "key 'streams' of [backend.%s]: duplicate stream "
-                     "name '%s'", b->name, items[i]);
-                goto fail;
-            }
-        }
+    int ok = 1;
+    for (size_t i = 0; ok && i < n; i++) {
+        ok = add_stream(p, b, items[i], value, i);
+        if (ok)
+            items[i] = NULL; /* now b's */
     }
-    b->streams = items;
-    b->nstreams = n;
-    return 1;
-fail:
     free_list(items, n);
-    return 0;
+    return ok;
+}
+
+/* "streams = ..." itself: the list may go on over indented lines, and
+ * may start on the next one ("streams =" alone). */
+static int set_streams(rs_parse *p, rs_backend *b, const char *value)
+{
+    p->list_open = 1;
+    if (!*value) {
+        p->list_empty_line = p->line;
+        return 1;
+    }
+    return add_streams(p, b, value);
 }
 
 static int set_plugin_dir(rs_parse *p, const char *value)
@@ -387,7 +577,178 @@ static int set_plugin_dir(rs_parse *p, const char *value)
     return 1;
 }
 
+/* ---- unknown keys and the did-you-mean -------------------------------- */
+
+/* The keys the core reads itself in every [backend.X] and in [rngsnap]. */
+static const char *const rs_core_keys[] = {"plugin", "required", "streams",
+                                           NULL};
+static const char *const rs_global_keys[] = {"plugin_dir", "log", NULL};
+
+#define RS_KEY_MAX 64 /* longer keys are never a typo of a known one */
+
+/* Edit distance counting a swap of two neighbours as one edit (optimal
+ * string alignment): "requried" is one edit from "required". */
+static size_t key_distance(const char *a, const char *b)
+{
+    size_t n = strlen(a), m = strlen(b);
+    if (n >= RS_KEY_MAX || m >= RS_KEY_MAX)
+        return SIZE_MAX;
+    unsigned char d[RS_KEY_MAX + 1][RS_KEY_MAX + 1];
+    for (size_t i = 0; i <= n; i++)
+        d[i][0] = (unsigned char)i;
+    for (size_t j = 0; j <= m; j++)
+        d[0][j] = (unsigned char)j;
+    for (size_t i = 1; i <= n; i++) {
+        for (size_t j = 1; j <= m; j++) {
+            unsigned v = d[i - 1][j - 1] + (a[i - 1] != b[j - 1]);
+            if (d[i - 1][j] + 1u < v)
+                v = d[i - 1][j] + 1u;
+            if (d[i][j - 1] + 1u < v)
+                v = d[i][j - 1] + 1u;
+            if (i > 1 && j > 1 && a[i - 1] == b[j - 2]
+                && a[i - 2] == b[j - 1] && d[i - 2][j - 2] + 1u < v)
+                v = d[i - 2][j - 2] + 1u;
+            d[i][j] = (unsigned char)v;
+        }
+    }
+    return d[n][m];
+}
+
+static int key_in(const char *const *keys, const char *key)
+{
+    for (; keys && *keys; keys++)
+        if (strcmp(*keys, key) == 0)
+            return 1;
+    return 0;
+}
+
+/* The key of a or b (NULL-terminated lists, b may be NULL) closest to
+ * key, when it is close enough to be a typo of it: at most 2 edits, and
+ * fewer than half the candidate's letters ("log" is not "isa"). */
+static const char *closest_key(const char *key, const char *const *a,
+                               const char *const *b)
+{
+    const char *best = NULL;
+    size_t best_d = SIZE_MAX;
+    const char *const *lists[] = {a, b};
+    for (size_t l = 0; l < 2; l++) {
+        for (const char *const *k = lists[l]; k && *k; k++) {
+            size_t d = key_distance(key, *k);
+            if (d <= 2 && 2 * d < strlen(*k) && d < best_d) {
+                best = *k;
+                best_d = d;
+            }
+        }
+    }
+    return best;
+}
+
+/* "; did you mean 'x'?" or "", for a message. */
+static void did_you_mean(char *buf, size_t len, const char *key,
+                         const char *const *a, const char *const *b)
+{
+    const char *best = closest_key(key, a, b);
+    if (best)
+        snprintf(buf, len, "; did you mean '%s'?", best);
+    else
+        buf[0] = '\0';
+}
+
+/* "plugin, required, streams, threads" (the keys of a then b). */
+static void list_keys(char *buf, size_t len, const char *const *a,
+                      const char *const *b)
+{
+    size_t used = 0;
+    buf[0] = '\0';
+    const char *const *lists[] = {a, b};
+    for (size_t l = 0; l < 2; l++)
+        for (const char *const *k = lists[l]; k && *k && used < len; k++)
+            used += (size_t)snprintf(buf + used, len - used, "%s%s",
+                                     used ? ", " : "", *k);
+}
+
+/* A key of [rngsnap] that is not one of rs_global_keys. */
+static int unknown_global_key(rs_parse *p, const char *name)
+{
+    char hint[RS_KEY_MAX + 32], keys[128];
+    did_you_mean(hint, sizeof hint, name, rs_global_keys, NULL);
+    list_keys(keys, sizeof keys, rs_global_keys, NULL);
+    return perr(p, RNGSNAP_E_CONFIG, "unknown key '%s' in [rngsnap]%s "
+                "(this section takes %s)", name, hint, keys);
+}
+
+/* Keys of b's section the plugin will not know.  With its option_keys,
+ * any key outside core + plugin keys; without, a near miss of a core key
+ * (the plugin would take "requried" for one of its options). */
+static int check_option(struct rngsnap *ctx, const rs_backend *b,
+                        const rs_option *o, const char *const *own)
+{
+    char hint[RS_KEY_MAX + 32];
+    if (own) {
+        if (key_in(own, o->key))
+            return RNGSNAP_OK;
+        char keys[1024];
+        did_you_mean(hint, sizeof hint, o->key, rs_core_keys, own);
+        list_keys(keys, sizeof keys, rs_core_keys, own);
+        return rs_error(ctx, RNGSNAP_E_CONFIG, "%s:%d: unknown key '%s' in "
+                        "[backend.%s]%s (this section takes %s)",
+                        ctx->ini_path, o->line, o->key, b->name, hint, keys);
+    }
+    const char *core = closest_key(o->key, rs_core_keys, NULL);
+    if (!core)
+        return RNGSNAP_OK; /* the plugin's to judge */
+    return rs_error(ctx, RNGSNAP_E_CONFIG, "%s:%d: unknown key '%s' in "
+                    "[backend.%s]; did you mean '%s'? (the core reads plugin, "
+                    "required and streams; plugin %s does not list its own "
+                    "keys)", ctx->ini_path, o->line, o->key, b->name, core,
+                    b->plugin);
+}
+
+int rs_config_check_keys(struct rngsnap *ctx, const rs_backend *b)
+{
+    const char *const *own = RNGSNAP_BACKEND_HAS(b->vt, option_keys)
+                             ? b->vt->option_keys : NULL;
+    for (size_t i = 0; i < b->noptions; i++) {
+        int rc = check_option(ctx, b, &b->options[i], own);
+        if (rc)
+            return rc;
+    }
+    return RNGSNAP_OK;
+}
+
 /* ---- the inih handler ---------------------------------------------- */
+
+/* A key of [backend.X] other than the core's: kept for the plugin (and
+ * checked against its keys once it is loaded, rs_config_check_keys). */
+static int add_option(rs_parse *p, rs_backend *b, const char *name,
+                      const char *value)
+{
+    rs_option *no = grow(b->options, b->noptions, &p->options_cap,
+                         sizeof *no);
+    if (!no)
+        return perr(p, RNGSNAP_E_NOMEM, "out of memory");
+    b->options = no;
+    rs_option *o = &b->options[b->noptions];
+    o->key = rs_strdup(name);
+    o->value = rs_strdup(value);
+    o->line = p->line;
+    int first = o->key && o->value
+                ? nameset_add(&p->names, scope_options(p->ctx->nbackends - 1),
+                              o->key, p->line)
+                : -1;
+    if (first != 0) {
+        if (first < 0)
+            perr(p, RNGSNAP_E_NOMEM, "out of memory");
+        else
+            perr(p, RNGSNAP_E_CONFIG, "duplicate key '%s' in [backend.%s] "
+                 "(first at line %d)", name, b->name, first);
+        free(o->key);
+        free(o->value);
+        return 0;
+    }
+    b->noptions++;
+    return 1;
+}
 
 /* Keys that [backend.X] reads itself; every other key is a plugin option. */
 static int backend_key(rs_parse *p, rs_backend *b, const char *name,
@@ -426,27 +787,7 @@ static int backend_key(rs_parse *p, rs_backend *b, const char *name,
     if (strcmp(name, "streams") == 0)
         return set_streams(p, b, value);
 
-    for (size_t i = 0; i < b->noptions; i++) {
-        if (strcmp(b->options[i].key, name) == 0)
-            return perr(p, RNGSNAP_E_CONFIG,
-                        "duplicate key '%s' in [backend.%s] (first at "
-                        "line %d)", name, b->name, b->options[i].line);
-    }
-    rs_option *no = realloc(b->options, (b->noptions + 1) * sizeof *no);
-    if (!no)
-        return perr(p, RNGSNAP_E_NOMEM, "out of memory");
-    b->options = no;
-    rs_option *o = &b->options[b->noptions];
-    o->key = rs_strdup(name);
-    o->value = rs_strdup(value);
-    o->line = p->line;
-    if (!o->key || !o->value) {
-        free(o->key);
-        free(o->value);
-        return perr(p, RNGSNAP_E_NOMEM, "out of memory");
-    }
-    b->noptions++;
-    return 1;
+    return add_option(p, b, name, value);
 }
 
 static int handler(void *user, const char *section, const char *name,
@@ -456,6 +797,8 @@ static int handler(void *user, const char *section, const char *name,
     (void)section; /* we track the section ourselves (see on_header) */
     if (p->err)
         return 0;
+    if (p->continuation) /* inih: name is the previous key, "streams" */
+        return add_streams(p, cur_backend(p), value);
     /* Guard: some inih builds copy keys into MAX_NAME bytes (release 55
      * points into the line); compare with the line. */
     size_t klen = 0; /* bounded by the line: data need not end in NUL */
@@ -493,9 +836,7 @@ static int handler(void *user, const char *section, const char *name,
         p->ctx->log_level = lv;
         return 1;
     }
-    return perr(p, RNGSNAP_E_CONFIG,
-                "unknown key '%s' in [rngsnap] (known keys: plugin_dir, "
-                "log)", name);
+    return unknown_global_key(p, name);
 }
 
 /* ---- whole file ------------------------------------------------------- */
@@ -651,6 +992,7 @@ int rs_config_parse(struct rngsnap *ctx, const char *data, size_t len,
         p.err = rs_error(ctx, RNGSNAP_E_NOMEM, "out of memory in inih");
     }
     free(p.seen);
+    free(p.names.slot);
     if (p.err)
         return p.err;
 

@@ -31,6 +31,13 @@ int rs_config_parse(struct rngsnap *ctx, const char *data, size_t len,
                     rs_config *cfg);
 void rs_config_free(rs_config *cfg);
 
+/* Refuse a key of b's section that b's plugin (loaded, not yet opened)
+ * will not read: every key outside plugin, required, streams and the
+ * plugin's option_keys, or, when the plugin lists none, a near miss of
+ * those three.  RNGSNAP_E_CONFIG: "FILE:LINE: unknown key 'requried' in
+ * [backend.cpu]; did you mean 'required'? (...)". */
+int rs_config_check_keys(struct rngsnap *ctx, const rs_backend *b);
+
 /* Free the config-owned members of one backend slot (not the plugin). */
 void rs_backend_free_config(rs_backend *b);
 

@@ -57,8 +57,37 @@ static double normal(minimal_stream *s)
     return sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2);
 }
 
+/* This plugin's own rng.ini keys.  Listed in the table (option_keys), so
+ * the core refuses any other key of the section before open(), with a
+ * did-you-mean over these and its own plugin, required, streams. */
+static const char *const minimal_option_keys[] = {"devices", NULL};
+
+/* Refuse a key this plugin does not know, naming file and line: a core
+ * older than option_keys hands every key through, and a typo must never
+ * be taken silently. */
+static int m_check_keys(const rngsnap_host *host)
+{
+    for (size_t i = 0; i < host->option_count(host); i++) {
+        const char *key = NULL;
+        int line = 0, known = 0;
+        host->option_at(host, i, &key, NULL, &line);
+        for (const char *const *k = minimal_option_keys; *k; k++)
+            known |= strcmp(*k, key) == 0;
+        if (!known) {
+            host->error(host, "%s:%d: unknown key '%s' in [backend.%s] "
+                        "(this plugin knows: devices)", host->ini_path, line,
+                        key, host->backend_name);
+            return RNGSNAP_E_CONFIG;
+        }
+    }
+    return RNGSNAP_OK;
+}
+
 static int m_open(const rngsnap_host *host, void **bctx)
 {
+    int rc = m_check_keys(host);
+    if (rc != RNGSNAP_OK)
+        return rc;
     minimal_ctx *c = calloc(1, sizeof *c);
     if (!c) {
         host->error(host, "out of memory");
@@ -193,6 +222,7 @@ static const rngsnap_backend minimal_backend = {
     .set_state = m_set_state,
     .generate = m_generate,
     .status = m_status,
+    .option_keys = minimal_option_keys,
 };
 
 RNGSNAP_PLUGIN_EXPORT const rngsnap_backend *rngsnap_backend_v1(void)

@@ -150,6 +150,13 @@ typedef struct rngsnap_backend {
     const char *(*status)(void *bctx);
     /* Nonzero when the devices are emulated in host memory. */
     int (*emulated)(void *bctx);
+    /* The plugin's own rng.ini keys, NULL-terminated (e.g. {"threads",
+     * "isa", NULL}).  When set, the core refuses every other key of the
+     * section besides plugin, required and streams before open(), with a
+     * did-you-mean over all of them.  When NULL, the core refuses only
+     * near misses of its own keys ("requried") and the plugin must refuse
+     * the rest. */
+    const char *const *option_keys;
 } rngsnap_backend;
 
 /* The one symbol a plugin exports. */

@@ -84,6 +84,10 @@ static const plugin_option cpu_options[] = {
     {"isa", cpu_parse_isa},
 };
 
+/* The same keys for the core (rngsnap_backend.option_keys), which refuses
+ * any other key with a did-you-mean before open(). */
+static const char *const cpu_option_keys[] = {"threads", "isa", NULL};
+
 /* The CPU model from /proc/cpuinfo, else "cpu0". */
 static void cpu_model_name(char *buf, size_t len)
 {
@@ -303,6 +307,7 @@ static const rngsnap_backend cpu_backend = {
     .validate_state = philox_stream_validate_state,
     .status = cpu_status,
     .emulated = cpu_emulated,
+    .option_keys = cpu_option_keys,
 };
 
 RNGSNAP_PLUGIN_EXPORT const rngsnap_backend *rngsnap_backend_v1(void)

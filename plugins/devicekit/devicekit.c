@@ -76,6 +76,11 @@ static const plugin_option dk_options[] = {
     {"runtime_library", dk_parse_runtime_library},
 };
 
+/* The same keys for the core (rngsnap_backend.option_keys), which refuses
+ * any other key with a did-you-mean before open(). */
+static const char *const dk_option_keys[] = {"emulate_devices",
+                                             "runtime_library", NULL};
+
 static int dk_read_options(dk_ctx *c)
 {
     int rc = plugin_read_options(c->host, dk_options,
@@ -314,6 +319,7 @@ static void dk_build_table(void)
         .validate_state = philox_stream_validate_state,
         .status = dk_status,
         .emulated = dk_emulated,
+        .option_keys = dk_option_keys,
     };
 }
 
