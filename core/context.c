@@ -157,6 +157,8 @@ static int open_backend(struct rngsnap *ctx, rs_backend *b,
     int rc = rs_plugin_load(ctx, b, cfg, &missing);
     if (rc)
         return plugin_unusable(ctx, b, rc, missing);
+    if ((rc = rs_config_check_keys(ctx, b))) /* before the plugin sees them */
+        return rc;
     rs_host_init(b);
     void *bctx = NULL;
     unsigned long mark = rs_error_mark();
