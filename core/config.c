@@ -327,6 +327,18 @@ static int is_list_line(const char *s, size_t n)
            && !memchr(s, ':', n);
 }
 
+/* Length of s[0..n) before an inline comment (';' after a blank, inih's
+ * rule), trailing blanks dropped. */
+static size_t before_comment(const char *s, size_t n)
+{
+    size_t k = 0;
+    while (k < n && !(s[k] == ';' && k && isspace((unsigned char)s[k - 1])))
+        k++;
+    while (k && isspace((unsigned char)s[k - 1]))
+        k--;
+    return k;
+}
+
 /* For the hint of a line too long: a "streams =" line or its sequel. */
 static int is_streams_line(const rs_parse *p, const char *s, size_t n)
 {
@@ -399,11 +411,15 @@ static char *reader(char *str, int num, void *stream)
     }
     p->cur = s;
     p->cur_len = n;
-    if (!next_line_of_list(p, indented && is_list_line(s, n)))
+    size_t list_n = before_comment(s, n);
+    if (!next_line_of_list(p, indented && is_list_line(s, list_n)))
         return NULL;
     /* One blank before a continuation: inih hands it to the handler as
-     * the next value of the previous key ("streams"). */
+     * the next value of the previous key ("streams").  inih 55 keeps an
+     * inline comment in such a value: cut it here. */
     size_t lead = p->continuation ? 1 : 0;
+    if (p->continuation)
+        n = list_n;
     str[0] = ' ';
     memcpy(str + lead, s, n);
     str[lead + n] = '\n';

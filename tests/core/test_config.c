@@ -134,6 +134,181 @@ static void test_line_too_long(void **state)
     rngsnap_close(ctx);
 }
 
+/* The real limits, at their boundaries: a line holds 198 characters, so
+ * a stream name at most 188 after "streams = " and 197 alone on an
+ * indented line; a backend name at most 41 ([backend.NAME] keeps 49). */
+static void test_name_limits(void **state)
+{
+    (void)state;
+    char name[300], body[1024], want[8192];
+    memset(name, 'n', sizeof name);
+    name[188] = '\0';
+    snprintf(body, sizeof body, "[backend.good]\nstreams = %s\n", name);
+    rngsnap *ctx = th_open_ok(th_ini(body), 0);
+    assert_int_equal(strlen(rngsnap_backend_stream_name(ctx, 0, 0)), 188);
+    rngsnap_close(ctx);
+    name[188] = 'n';
+    name[189] = '\0';
+    snprintf(body, sizeof body, "[backend.good]\nstreams = %s\n", name);
+    char ini[4096];
+    snprintf(ini, sizeof ini, "%s", th_ini(body));
+    const char *msg = th_open_fails(ini, 0, RNGSNAP_E_CONFIG);
+    char *real = realpath(ini, NULL);
+    snprintf(want, sizeof want, "%s:4: line is 199 characters long; the ini "
+             "parser (inih) reads at most 198 (continue a long stream list "
+             "on indented lines)", real);
+    assert_string_equal(msg, want);
+
+    memset(name, 'n', sizeof name);
+    name[197] = '\0';
+    snprintf(body, sizeof body, "[backend.good]\nstreams = a\n %s\n", name);
+    ctx = th_open_ok(th_ini(body), 0);
+    assert_int_equal(strlen(rngsnap_backend_stream_name(ctx, 0, 1)), 197);
+    rngsnap_close(ctx);
+    name[197] = 'n';
+    name[198] = '\0';
+    snprintf(body, sizeof body, "[backend.good]\nstreams = a\n %s\n", name);
+    msg = th_open_fails(th_ini(body), 0, RNGSNAP_E_CONFIG);
+    snprintf(want, sizeof want, "%s:5: line is 199 characters long; the ini "
+             "parser (inih) reads at most 198 (continue a long stream list "
+             "on indented lines)", real);
+    assert_string_equal(msg, want);
+
+    memset(name, 'n', sizeof name);
+    name[41] = '\0';
+    snprintf(body, sizeof body, "[backend.%s]\nplugin = rngsnap_good\n",
+             name);
+    msg = th_open_fails(th_ini(body), 0, RNGSNAP_E_PLUGIN); /* parsed */
+    th_contains(msg, "[backend.nnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnn]");
+    name[41] = 'n';
+    name[42] = '\0';
+    snprintf(body, sizeof body, "[backend.%s]\n", name);
+    msg = th_open_fails(th_ini(body), 0, RNGSNAP_E_CONFIG);
+    snprintf(want, sizeof want, "%s:3: section name '[backend.%s]' is too "
+             "long (the parser keeps 49 characters)", real, name);
+    assert_string_equal(msg, want);
+    free(real);
+}
+
+/* A stream list goes on over indented lines without '=' or ':' right
+ * after it, so a backend is not capped at the ~35 streams of one line. */
+static void test_stream_list_lines(void **state)
+{
+    (void)state;
+    char body[8192];
+    size_t o = (size_t)snprintf(body, sizeof body,
+                                "[backend.good]\nstreams =\n");
+    for (int i = 0; i < 100; i++)
+        o += (size_t)snprintf(body + o, sizeof body - o, "%ss%d%s",
+                              i % 10 ? ", " : "    ", i,
+                              i % 10 == 9 ? "  ; ten\n" : "");
+    snprintf(body + o, sizeof body - o, "  devices = 2\n");
+    rngsnap *ctx = th_open_ok(th_ini(body), 0);
+    rngsnap_backend_info bi;
+    assert_int_equal(rngsnap_backend_get(ctx, 0, &bi), RNGSNAP_OK);
+    assert_int_equal(bi.stream_names, 100);
+    assert_int_equal(bi.device_count, 2); /* an indented key is a key */
+    assert_string_equal(rngsnap_backend_stream_name(ctx, 0, 0), "s0");
+    assert_string_equal(rngsnap_backend_stream_name(ctx, 0, 99), "s99");
+    rngsnap_close(ctx);
+
+    char ini[4096];
+    snprintf(ini, sizeof ini, "%s",
+             th_ini("[backend.good]\nstreams = a, b\n  c\n  b\n"));
+    const char *msg = th_open_fails(ini, 0, RNGSNAP_E_CONFIG);
+    char *real = realpath(ini, NULL), want[8192];
+    snprintf(want, sizeof want, "%s:6: key 'streams' of [backend.good]: "
+             "duplicate stream name 'b' (first at line 4)", real);
+    assert_string_equal(msg, want);
+    /* A blank line or a comment ends the list (no hidden sequel). */
+    msg = th_open_fails(th_ini("[backend.good]\nstreams = a\n\n  b\n"), 0,
+                        RNGSNAP_E_CONFIG);
+    th_contains(msg, ":6: syntax error");
+    msg = th_open_fails(th_ini("[backend.good]\nstreams = a\n; x\n  b\n"), 0,
+                        RNGSNAP_E_CONFIG);
+    th_contains(msg, ":6: syntax error");
+    /* "streams =" with nothing after it: empty, on its own line. */
+    msg = th_open_fails(th_ini("[backend.good]\nstreams =\ndevices = 1\n"),
+                        0, RNGSNAP_E_CONFIG);
+    snprintf(want, sizeof want, "%s:4: key 'streams' of [backend.good]: "
+             "empty stream list", real);
+    assert_string_equal(msg, want);
+    free(real);
+}
+
+/* Write n bytes of text made of `unit` lines (printf with an int) after
+ * head, padded with a comment line to exactly n bytes. */
+static const char *write_sized(const char *head, const char *unit, size_t n,
+                               int *units)
+{
+    char *buf = malloc(n + 1);
+    assert_non_null(buf);
+    size_t o = (size_t)snprintf(buf, n + 1, "%s", head);
+    int i = 0;
+    char line[64];
+    for (;; i++) {
+        int l = snprintf(line, sizeof line, unit, i);
+        if (o + (size_t)l + 3 > n) /* room for the padding comment */
+            break;
+        memcpy(buf + o, line, (size_t)l);
+        o += (size_t)l;
+    }
+    buf[o++] = ';';
+    while (o < n - 1)
+        buf[o++] = ' ';
+    buf[o++] = '\n';
+    char path[4096];
+    snprintf(path, sizeof path, "%s/big.ini", th_tmpdir());
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(buf, 1, n, f), n);
+    fclose(f);
+    free(buf);
+    *units = i;
+    static char real[4096];
+    char *r = realpath(path, NULL);
+    snprintf(real, sizeof real, "%s", r);
+    free(r);
+    return real;
+}
+
+/* A file at the 1 MiB limit parses whole: every section and every stream
+ * name is checked for duplicates (a hash set: once took 17-18 s). */
+static void test_size_limit(void **state)
+{
+    (void)state;
+    char head[4200], want[8192];
+    snprintf(head, sizeof head, "[rngsnap]\nplugin_dir = %s\n"
+             "[backend.good]\nstreams = s\n", th_plugin_dir());
+    int n;
+    const char *ini = write_sized(head, "  t%d\n", 1u << 20, &n);
+    assert_true(n > 100000);
+    rngsnap *ctx = th_open_ok(ini, 0);
+    assert_int_equal(rngsnap_stream_count(ctx), (size_t)n + 1);
+    rngsnap_close(ctx);
+
+    /* Sections up to the limit, the last one a duplicate of the first:
+     * found, so every one of them was compared. */
+    snprintf(head, sizeof head, "[rngsnap]\nplugin_dir = %s\n"
+             "[backend.a]\n", th_plugin_dir());
+    ini = write_sized(head, "[backend.b%d]\n", (1u << 20) - 12, &n);
+    FILE *f = fopen(ini, "a");
+    fputs("[backend.a]\n", f);
+    fclose(f);
+    const char *msg = th_open_fails(ini, 0, RNGSNAP_E_CONFIG);
+    snprintf(want, sizeof want, "%s:%d: duplicate section [backend.a] "
+             "(first at line 3)", ini, n + 5);
+    assert_string_equal(msg, want);
+
+    f = fopen(ini, "a");
+    fputc('\n', f);
+    fclose(f);
+    msg = th_open_fails(ini, 0, RNGSNAP_E_CONFIG);
+    snprintf(want, sizeof want, "config file %s is larger than 1048576 "
+             "bytes", ini);
+    assert_string_equal(msg, want);
+}
+
 static void test_nul_byte(void **state)
 {
     (void)state;
@@ -314,6 +489,9 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_bad_configs),
         cmocka_unit_test(test_line_too_long),
+        cmocka_unit_test(test_name_limits),
+        cmocka_unit_test(test_stream_list_lines),
+        cmocka_unit_test(test_size_limit),
         cmocka_unit_test(test_nul_byte),
         cmocka_unit_test(test_missing_file),
         cmocka_unit_test(test_not_regular),
