@@ -477,8 +477,168 @@ def t_demo():
         check(ok, f"demo -c clusters/{name}", f"rc={rc}\n{out[-3000:]}\n{err[-2000:]}")
 
 
+# ---- --json of inspect, verify and diff against the user guide -----------
+
+def guide_json(tag):
+    """The JSON example marked <!-- json: TAG --> in docs/user-guide.md."""
+    import re
+    path = os.path.join(os.environ["RNGSNAP_SOURCE_ROOT"], "docs", "user-guide.md")
+    m = re.search(r"<!-- json: " + re.escape(tag) + r" -->\n```json\n(.*?)```",
+                  open(path).read(), re.S)
+    return json.loads(m.group(1)) if m else None
+
+
+def shape(v):
+    """Members in order and value types; a list by the set of its items'
+    shapes (so an example may show one item of each kind)."""
+    if isinstance(v, dict):
+        return [(k, shape(x)) for k, x in v.items()]
+    if isinstance(v, list):
+        return sorted({json.dumps(shape(x)) for x in v})
+    return type(v).__name__
+
+
+def check_json(what, out, tag=None):
+    """Parse out; when tag, its shape must be the guide's example's."""
+    try:
+        d = json.loads(out)
+    except ValueError as e:
+        check(False, f"{what}: valid JSON", f"{e}\n{out}")
+        return None
+    if tag:
+        doc = guide_json(tag)
+        check(doc is not None and shape(d) == shape(doc),
+              f"{what}: the members and types of user-guide.md's '{tag}' example",
+              f"program: {shape(d)}\nguide:   {shape(doc) if doc else None}")
+    return d
+
+
+def t_inspect_json_doc():
+    with tempfile.TemporaryDirectory() as tmp:
+        a, b, pos = advance(tmp, n=1237)
+        rc, out, err = expect_rc(0, "inspect", "--json", b)
+        d = check_json("inspect --json", out, "inspect")
+        apps = [s for s in d["sections"] if s["kind"] == "app"] if d else []
+        check(len(apps) == 1 and not {"backend", "device", "state_format",
+                                      "state_format_name"} & set(apps[0]),
+              "inspect --json: an app section has no backend, device or "
+              "state format (as the guide says)", out)
+
+
+def t_verify_json():
+    with tempfile.TemporaryDirectory() as tmp:
+        a, b, pos = advance(tmp)
+        rc, out, err = expect_rc(0, "verify", "--json", a)
+        d = check_json("verify --json, a sound file", out, "verify")
+        _, iout, _ = run("inspect", "--json", a)
+        h = json.loads(iout)["header"]
+        check(d is not None and d["file"] == a and d["ok"] is True and
+              d["format_version"] == 1 and d["section_count"] == 4 and
+              d["file_size"] == os.path.getsize(a) and
+              d["file_checksum"] == h["file_checksum"] and
+              d["library_version"] == h["library_version"] and err == "",
+              "verify --json, a sound file: ok, size, sections, checksum",
+              out + err)
+        data = open(a, "rb").read()
+        cases = (("torn", data[:100], 1, "RNGSNAP_E_CORRUPT", "truncated"),
+                 # byte 100: in the first section's state (format.md)
+                 ("flipped", data[:100] + bytes([data[100] ^ 1]) + data[101:], 1,
+                  "RNGSNAP_E_CORRUPT", "checksum"))
+        for name, content, want, code, word in cases:
+            bad = os.path.join(tmp, name + ".rngsnap")
+            with open(bad, "wb") as f:
+                f.write(content)
+            rc, out, err = expect_rc(want, "verify", bad, "--json")
+            d = check_json(f"verify --json, a {name} file", out, "verify error")
+            check(d is not None and d["file"] == bad and d["ok"] is False and
+                  d["error_code"] == code and word in d["error"] and
+                  d["error"] in err,
+                  f"verify --json, a {name} file: exit {want}, ok false, "
+                  f"{code}, the reason (also on stderr)", out + err)
+        missing = os.path.join(tmp, "none.rngsnap")
+        rc, out, err = expect_rc(2, "verify", "--json", missing)
+        d = check_json("verify --json, no such file", out, "verify error")
+        check(d is not None and d["ok"] is False and
+              d["error_code"] == "RNGSNAP_E_IO" and missing in d["error"],
+              "verify --json, no such file: exit 2, RNGSNAP_E_IO", out)
+
+
+def t_diff_json():
+    with tempfile.TemporaryDirectory() as tmp:
+        n = 1237
+        a, b, pos = advance(tmp, stream="dropout", n=n)
+        rc, out, err = expect_rc(1, "diff", "--json", a, b)
+        d = check_json("diff --json A B", out, "diff")
+        if d:
+            s = {e["label"]: e for e in d["sections"]}
+            drop = s.get("cpu:0/dropout", {})
+            check(d["a"] == a and d["b"] == b and d["identical"] is False and
+                  d["entries"] == 4 and d["differing"] == 2 and
+                  d["header_differs"] is False and
+                  d["rank"] == {"a": 0, "b": 0} and
+                  d["world_size"] == {"a": 1, "b": 1} and
+                  list(s) == ["cpu:0/dropout", "app:test.counter"],
+                  "diff --json A B: 2 of 4 entries differ", out)
+            check(drop.get("status") == "differs" and
+                  drop.get("difference") == "philox_offset" and
+                  drop.get("ahead") == "B" and drop.get("words") == n and
+                  drop.get("backend") == "cpu" and drop.get("device") == 0 and
+                  f"B is {n} words ahead" in drop.get("detail", ""),
+                  f"diff --json: dropout is the same Philox stream, B {n} "
+                  "words ahead", out)
+            app = s.get("app:test.counter", {})
+            check(app.get("kind") == "app" and app.get("difference") == "contents"
+                  and "backend" not in app and "ahead" not in app,
+                  "diff --json: the app state's contents differ", out)
+        rc, out, err = expect_rc(1, "diff", a, b, "--json")
+        d = check_json("diff --json B A", run("diff", "--json", b, a)[1])
+        check(d is not None and d["sections"][0]["ahead"] == "A",
+              "diff --json B A: A is ahead", str(d))
+        rc, out, err = expect_rc(0, "diff", "--json", a, a)
+        d = check_json("diff --json A A", out)
+        check(d is not None and d["identical"] is True and d["sections"] == []
+              and d["differing"] == 0 and d["entries"] == 4,
+              "diff --json A A: identical, no sections listed", out)
+        rc, out, err = expect_rc(0, "diff", "--json", "--all", a, a)
+        d = check_json("diff --json --all A A", out)
+        check(d is not None and len(d["sections"]) == 4 and
+              all(e["status"] == "identical" and e["difference"] is None and
+                  e["detail"] is None for e in d["sections"]),
+              "diff --json --all: every entry, identical, difference null", out)
+        a2, _, _ = advance(tmp, n=5, seed=43, tag="2")
+        rc, out, err = expect_rc(1, "diff", "--json", a, a2)
+        d = check_json("diff --json, another seed", out)
+        check(d is not None and all(e["difference"] == "philox_stream"
+                                    for e in d["sections"] if e["kind"] == "stream")
+              and len(d["sections"]) == 3,
+              "diff --json, another seed: three philox_stream entries", out)
+        ini2 = os.path.join(tmp, "more.ini")
+        with open(ini2, "w") as f:
+            f.write(f"[rngsnap]\nplugin_dir = {os.environ['RNGSNAP_PLUGIN_BUILD_DIR']}"
+                    "\n[backend.cpu]\nplugin = rngsnap_cpu\n"
+                    "streams = default, dropout, augment, extra\n")
+        c = os.path.join(tmp, "c.rngsnap")
+        subprocess.run([ADVANCE, ini2, c, os.path.join(tmp, "d.rngsnap"), "cpu",
+                        "0", "default", "0", "42"], capture_output=True)
+        rc, out, err = expect_rc(1, "diff", "--json", a, c)
+        d = check_json("diff --json, a stream only in B", out)
+        only = [e for e in d["sections"] if e["status"] == "only_in_b"] if d else []
+        check(len(only) == 1 and only[0]["label"] == "cpu:0/extra" and
+              only[0]["difference"] is None and d["entries"] == 5,
+              "diff --json: cpu:0/extra only_in_b", out)
+        missing = os.path.join(tmp, "missing.rngsnap")
+        rc, out, err = expect_rc(2, "diff", "--json", a, missing)
+        d = check_json("diff --json, B missing", out)
+        check(d is not None and d["file"] == missing and
+              d["error_code"] == "RNGSNAP_E_IO" and d["error"],
+              "diff --json, B missing: exit 2, an error object naming B", out)
+
+
 GROUPS = {"cli": t_cli, "backends": t_backends, "inspect": t_inspect,
           "verify": t_verify, "diff": t_diff, "demo": t_demo}
+GROUPS["inspect"] = lambda: (t_inspect(), t_inspect_json_doc())
+GROUPS["verify"] = lambda: (t_verify(), t_verify_json())
+GROUPS["diff"] = lambda: (t_diff(), t_diff_json())
 GROUPS[GROUP]()
 print(f"{GROUP}: {len(failures)} failure(s)")
 sys.exit(1 if failures else 0)
