@@ -219,7 +219,7 @@ static int save_locked(struct rngsnap *ctx, const char *path, unsigned flags)
     rs_fmt_put_trailer(buf, total);
 
     char err[RS_ERRMSG_MAX];
-    rc = rs_store_write(path, buf, total, flags, err, sizeof err);
+    rc = rs_store_write(ctx, path, buf, total, flags, err, sizeof err);
     if (rc != RNGSNAP_OK)
         rs_error(ctx, rc, "save %s", err);
     free(buf);

@@ -2,17 +2,33 @@
  * store.c - atomic whole-file write and bounded whole-file read of
  * checkpoints.
  *
- * Write: a unique temporary file next to the target (so the rename stays
- * inside one filesystem), one write() of the whole buffer, fsync, rename
- * into place, fsync of the folder so the new name itself is durable.  A
- * crash at any point leaves either the old file or the new one at path,
- * never a torn one.  With the fsyncs a save costs 8 system calls (open
- * folder, create temporary, write, fsync, close, rename, fsync folder,
- * close folder); names are resolved relative to the folder's fd.  Read:
- * open, one read() of the whole file (sized by the caller's hint), close.
+ * Write: open the folder; remove the stale temporary files of this
+ * target (below); a unique temporary file next to the target (so the
+ * rename stays inside one filesystem), locked while it is ours; one
+ * write() of the whole buffer; fsync; rename into place; fsync of the
+ * folder so that the new name itself is durable.  A crash at any point
+ * leaves either the old file or the new one at path, never a torn one.
+ * Names are resolved relative to the folder's fd.
+ *
+ * Two kinds of failure: before the rename nothing was replaced
+ * (RNGSNAP_E_IO, the temporary file is removed); after it the new file IS
+ * in place and only a later step failed (RNGSNAP_E_DURABILITY).
+ *
+ * Stale temporary files: a save killed mid-write leaves its
+ * ".NAME.tmp-PID-N-NS".  Each save of NAME removes those of NAME that no
+ * live save owns: a saver holds an exclusive flock() on its temporary
+ * file from just after creating it until the rename, and a temporary is
+ * removed only if that lock is free and the file was last written more
+ * than TMP_GRACE_S ago (docs/format.md, "Crash safety").
+ *
+ * Read: open (non-blocking), fstat (only a regular file is read; its
+ * size sizes the buffer), read until that size is in, close.  A short
+ * read() or EINTR means "read more" (NFS, FUSE and Lustre return short
+ * reads), never the end of the file.
  */
 #include "store.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -21,6 +37,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -28,10 +45,17 @@
 #include <rngsnap.h>
 
 #include "format.h"
+#include "internal.h"
 
 /* Longest base name kept in a temporary name, so that it stays within
  * NAME_MAX whatever the target's name. */
 #define TMP_BASE_MAX 160
+
+/* A temporary file unwritten for this long, with its lock free, belongs
+ * to no live save.  The grace covers the instant between a saver's
+ * O_EXCL create and its flock, and savers on filesystems that do not
+ * share locks between hosts (NFS mounted with nolock). */
+#define TMP_GRACE_S 60
 
 static int say(char *err, size_t errlen, int code, const char *fmt, ...)
 #if defined(__GNUC__)
@@ -130,12 +154,111 @@ static int open_temp(int dfd, const char *path, size_t base_off, char *tmp,
         *q = 0;
         int fd = openat(dfd, dfd == AT_FDCWD ? tmp : tmp + base_off,
                         O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-        if (fd >= 0 || errno != EEXIST)
+        if (fd >= 0 || errno != EEXIST) {
+            /* Ours from now on: a cleaner leaves a locked file alone.
+             * A filesystem without locks (ENOLCK, ENOTSUP) still has
+             * the grace period; nobody else can hold a lock on a file
+             * this new, so no failure here stops the save. */
+            if (fd >= 0)
+                (void)flock(fd, LOCK_EX | LOCK_NB);
             return fd;
+        }
     }
     errno = EEXIST;
     return -1;
 }
+
+/* ---- stale temporary files ------------------------------------------- */
+
+/* name is a temporary file of the target whose (cut) base name is
+ * base[0..baselen): exactly ".<base>.tmp-<dec>-<dec>-<hex>", the form
+ * open_temp gives, so no file of the user's is ever taken for one. */
+static int is_temp_of(const char *name, const char *base, size_t baselen)
+{
+    static const char *const digits[3] = {"0123456789", "0123456789",
+                                          "0123456789abcdef"};
+    if (name[0] != '.' || strncmp(name + 1, base, baselen) != 0
+        || strncmp(name + 1 + baselen, ".tmp-", 5) != 0)
+        return 0;
+    const char *q = name + 1 + baselen + 5;
+    for (int part = 0; part < 3; part++) {
+        size_t n = strspn(q, digits[part]);
+        if (n == 0)
+            return 0;
+        q += n;
+        if (part < 2 && *q++ != '-')
+            return 0;
+    }
+    return *q == 0;
+}
+
+static int same_file(const struct stat *a, const struct stat *b)
+{
+    return a->st_dev == b->st_dev && a->st_ino == b->st_ino;
+}
+
+/* Remove temporary file name (in folder dfd, printed as prefix + name)
+ * if no live save owns it: a regular file (links are never followed),
+ * unwritten for TMP_GRACE_S, whose lock can be taken, and still the same
+ * file under that name just before it goes. */
+static void remove_if_stale(const struct rngsnap *lctx, int dfd,
+                            const char *prefix, int prefix_len,
+                            const char *name, time_t now)
+{
+    struct stat st, fst;
+    /* Age first, without opening: on NFS, where flock is a POSIX lock,
+     * any close of the file by this process would drop a lock another
+     * thread of it holds on that file. */
+    if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) != 0
+        || !S_ISREG(st.st_mode) || now - st.st_mtime < TMP_GRACE_S)
+        return;
+    /* O_WRONLY: NFS's flock needs a file open for writing (it takes a
+     * POSIX write lock).  O_NONBLOCK: nothing here may wait. */
+    int fd = openat(dfd, name,
+                    O_WRONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY
+                        | O_CLOEXEC);
+    if (fd < 0)
+        return;
+    if (fstat(fd, &fst) == 0 && same_file(&st, &fst)
+        && flock(fd, LOCK_EX | LOCK_NB) == 0
+        && fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0
+        && same_file(&st, &fst) && unlinkat(dfd, name, 0) == 0)
+        rs_log(lctx, RNGSNAP_LOG_INFO,
+               "removed stale temporary file %.*s%s (%lld bytes, unlocked "
+               "and unwritten for over %d s: left by a save that did not "
+               "finish)",
+               prefix_len, prefix, name, (long long)fst.st_size,
+               TMP_GRACE_S);
+    close(fd);
+}
+
+/* Remove the stale temporary files of the target path + base_off from
+ * its folder dfd.  Best effort: what cannot be listed or checked stays. */
+static void clean_stale_temps(const struct rngsnap *lctx, int dfd,
+                              const char *path, size_t base_off)
+{
+    const char *base = path + base_off;
+    size_t baselen = strlen(base);
+    if (baselen > TMP_BASE_MAX)
+        baselen = TMP_BASE_MAX;
+    time_t now = time(NULL);
+    /* getdents64 on the folder fd the save holds anyway: no opendir,
+     * whose open and fstat would cost two more system calls. */
+    _Alignas(struct dirent64) char buf[8192];
+    ssize_t n;
+    while ((n = getdents64(dfd, buf, sizeof buf)) > 0) {
+        for (ssize_t off = 0; off < n;) {
+            const struct dirent64 *d = (const struct dirent64 *)(buf + off);
+            off += d->d_reclen;
+            if ((d->d_type == DT_REG || d->d_type == DT_UNKNOWN)
+                && is_temp_of(d->d_name, base, baselen))
+                remove_if_stale(lctx, dfd, path, (int)base_off, d->d_name,
+                                now);
+        }
+    }
+}
+
+/* ---- write ------------------------------------------------------------ */
 
 static int write_all(int fd, const uint8_t *p, size_t len)
 {
@@ -181,16 +304,54 @@ static int fsync_dir(int dfd)
     return rc;
 }
 
-/* The folder is opened once, first, when the save syncs: its fd serves
- * the no-replace check, the temporary file, the no-replace rename
- * (names relative to it: no path walk each time) and the folder fsync,
- * and it is closed before returning (never kept across calls: the folder
- * could be renamed in between).  Without sync no folder fd is needed and
- * full paths are used.  If the folder cannot be opened (a folder that
- * may be written but not read), the save goes on by full paths and
- * reports the missing folder fsync at the end, as before. */
-int rs_store_write(const char *path, const void *buf, size_t len,
-                   unsigned flags, char *err, size_t errlen)
+/* The new file is in place; what failed afterwards is named as what it
+ * is ("open", "fsync" or "close" of what). */
+static int not_durable(char *err, size_t errlen, const char *path,
+                       const char *step, const char *what, int e)
+{
+    return say(err, errlen, RNGSNAP_E_DURABILITY,
+               "%s: the new checkpoint is in place, but %s of %s failed: "
+               "%s (that it survives a power loss is not confirmed)",
+               path, step, what, strerror(e));
+}
+
+/* After the rename: close the still open temporary file (sync mode),
+ * make the new name durable, close the folder.  The first failure is
+ * reported; each is RNGSNAP_E_DURABILITY. */
+static int finish_replaced(const char *path, const char *dir, int fd,
+                           int dfd, int dir_errno, int sync, char *err,
+                           size_t errlen)
+{
+    int rc = RNGSNAP_OK;
+    char what[PATH_MAX + 16];
+    if (fd >= 0 && close(fd) != 0)
+        rc = not_durable(err, errlen, path, "close", "the new file", errno);
+    snprintf(what, sizeof what, "folder %s", dir);
+    if (sync && rc == RNGSNAP_OK && dfd == AT_FDCWD)
+        rc = not_durable(err, errlen, path, "open", what, dir_errno);
+    if (sync && rc == RNGSNAP_OK && dfd != AT_FDCWD && fsync_dir(dfd) != 0)
+        rc = not_durable(err, errlen, path, "fsync", what, errno);
+    if (dfd != AT_FDCWD && close(dfd) != 0 && rc == RNGSNAP_OK)
+        rc = not_durable(err, errlen, path, "close", what, errno);
+    return rc;
+}
+
+/* The folder is opened once, first: its fd serves the listing of stale
+ * temporary files, the no-replace check, the temporary file, the
+ * no-replace rename (names relative to it: no path walk each time) and
+ * the folder fsync, and it is closed before returning (never kept across
+ * calls: the folder could be renamed in between).  If it cannot be opened
+ * (a folder that may be written but not read), the save goes on by full
+ * paths, cleans nothing, and (when syncing) reports the failed open as
+ * RNGSNAP_E_DURABILITY at the end.
+ *
+ * With sync, the temporary file stays open (and locked) until it is in
+ * place: fsync already reported any write error.  Without sync, close is
+ * where NFS reports write errors, so it comes before the rename; the
+ * grace period covers the instant in between. */
+int rs_store_write(const struct rngsnap *lctx, const char *path,
+                   const void *buf, size_t len, unsigned flags, char *err,
+                   size_t errlen)
 {
     char dir[PATH_MAX], tmp[PATH_MAX];
     size_t base_off;
@@ -202,26 +363,26 @@ int rs_store_write(const char *path, const void *buf, size_t len,
         return say(err, errlen, RNGSNAP_E_INVALID,
                    "checkpoint path %s is too long", path);
     int sync = !(flags & RNGSNAP_SAVE_NO_SYNC);
-    int dfd = AT_FDCWD, dir_errno = 0, fd = -1, rc;
+    int dir_errno = 0, fd = -1, rc;
     const char *tname = NULL, *step = NULL;
-    if (sync) {
-        dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (dfd < 0) {
-            dir_errno = errno;
-            dfd = AT_FDCWD;
-        }
+    int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd < 0) {
+        dir_errno = errno;
+        dfd = AT_FDCWD;
     }
     /* path's name relative to dfd */
     const char *name = dfd == AT_FDCWD ? path : path + base_off;
     struct stat st;
     /* Early answer for the common case; the no-replace rename below is
      * what settles a race with another creator. */
-    if (!(flags & RNGSNAP_SAVE_REPLACE) &&
-        fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+    if (!(flags & RNGSNAP_SAVE_REPLACE)
+        && fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
         rc = say(err, errlen, RNGSNAP_E_EXISTS,
                  "%s exists; pass RNGSNAP_SAVE_REPLACE to replace it", path);
         goto out;
     }
+    if (dfd != AT_FDCWD)
+        clean_stale_temps(lctx, dfd, path, base_off);
 
     fd = open_temp(dfd, path, base_off, tmp, sizeof tmp);
     if (fd < 0) {
@@ -233,18 +394,20 @@ int rs_store_write(const char *path, const void *buf, size_t len,
     tname = dfd == AT_FDCWD ? tmp : tmp + base_off;
     if (write_all(fd, buf, len) != 0) {
         step = "write";
-        goto fail_open;
+        goto fail;
     }
     if (sync && fsync(fd) != 0) {
         step = "fsync";
-        goto fail_open;
-    }
-    if (close(fd) != 0) {
-        fd = -1;
-        step = "close";
         goto fail;
     }
-    fd = -1;
+    if (!sync) {
+        int c = close(fd);
+        fd = -1;
+        if (c != 0) {
+            step = "close";
+            goto fail;
+        }
+    }
     if (flags & RNGSNAP_SAVE_REPLACE) {
         /* rename() by full paths: as cheap as renameat here save for the
          * path walk, and the store tests inject failures into rename */
@@ -263,118 +426,144 @@ int rs_store_write(const char *path, const void *buf, size_t len,
         step = "rename";
         goto fail;
     }
-    rc = RNGSNAP_OK;
-    if (sync && dfd != AT_FDCWD && fsync_dir(dfd) != 0)
-        dir_errno = errno;
-    if (sync && dir_errno != 0)
-        /* The new file is complete and in place; only the durability of
-         * its name is in doubt, and nothing is left to clean up. */
-        rc = say(err, errlen, RNGSNAP_E_IO,
-                 "%s: saved, but fsync of folder %s failed: %s", path, dir,
-                 strerror(dir_errno));
-    goto out;
+    /* Replaced: from here on, no failure may claim otherwise. */
+    return finish_replaced(path, dir, fd, dfd, dir_errno, sync, err,
+                           errlen);
 
-fail_open:;
+fail:;
     int saved = errno;
-    close(fd);
-    errno = saved;
-fail:
-    saved = errno;
     unlinkat(dfd, tname, 0);
     rc = say(err, errlen, RNGSNAP_E_IO,
              "%s: %s of temporary file %s failed: %s (previous file "
              "untouched)",
              path, step, tmp, strerror(saved));
 out:
+    /* Nothing was replaced and the first error is already reported: a
+     * failing close here would add nothing a caller could act on. */
+    if (fd >= 0)
+        close(fd);
     if (dfd != AT_FDCWD)
         close(dfd);
     return rc;
 }
 
-/* One read(), retried only when interrupted before any byte. */
-static ssize_t read_once(int fd, uint8_t *p, size_t n)
+/* ---- read ------------------------------------------------------------- */
+
+/* One read() that a signal or a non-blocking regular file cannot cut
+ * short before any byte: EINTR is retried, and EAGAIN (a filesystem that
+ * honours O_NONBLOCK on regular files) turns O_NONBLOCK off first. */
+static ssize_t read_some(int fd, uint8_t *p, size_t n)
 {
-    ssize_t r;
-    do
-        r = read(fd, p, n);
-    while (r < 0 && errno == EINTR);
-    return r;
+    for (;;) {
+        ssize_t r = read(fd, p, n);
+        if (r >= 0)
+            return r;
+        if (errno == EINTR)
+            continue;
+        int fl = errno == EAGAIN ? fcntl(fd, F_GETFL) : -1;
+        if (fl >= 0 && (fl & O_NONBLOCK)
+            && fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) == 0)
+            continue;
+        return -1;
+    }
 }
 
+static const char *file_kind(mode_t m)
+{
+    return S_ISDIR(m)    ? "a directory"
+           : S_ISFIFO(m) ? "a FIFO"
+           : S_ISCHR(m)  ? "a character device"
+           : S_ISBLK(m)  ? "a block device"
+           : S_ISSOCK(m) ? "a socket"
+                         : "not a plain file";
+}
+
+/* Read from fd into *p (capacity *cap, grown up to RS_FMT_FILE_MAX)
+ * until want bytes are in (want 0: the size is unknown, read to the end
+ * of the file) or the file ends.  Short reads just mean "read more". */
+static int read_all(int fd, const char *path, size_t want, uint8_t **p,
+                    size_t *cap, size_t *got, char *err, size_t errlen)
+{
+    while (want == 0 || *got < want) {
+        if (*got == *cap) {
+            if (*cap >= RS_FMT_FILE_MAX)
+                return say(err, errlen, RNGSNAP_E_CORRUPT,
+                           "%s: more than the %zu bytes a checkpoint may "
+                           "hold",
+                           path, (size_t)RS_FMT_FILE_MAX);
+            size_t ncap = *cap * 2 < RS_FMT_FILE_MAX ? *cap * 2
+                                                     : RS_FMT_FILE_MAX;
+            uint8_t *q = realloc(*p, ncap);
+            if (!q)
+                return say(err, errlen, RNGSNAP_E_NOMEM,
+                           "%s: out of memory for %zu bytes", path, ncap);
+            *p = q;
+            *cap = ncap;
+        }
+        size_t ask = (want ? want : *cap) - *got;
+        ssize_t r = read_some(fd, *p + *got, ask);
+        if (r < 0)
+            return say(err, errlen, RNGSNAP_E_IO, "%s: read failed: %s",
+                       path, strerror(errno));
+        if (r == 0)
+            break; /* shorter than its size said: the decoder says so */
+        *got += (size_t)r;
+    }
+    return RNGSNAP_OK;
+}
+
+/* hint: the size the caller expects, used only where the filesystem
+ * reports no size (st_size 0). */
 int rs_store_read(const char *path, size_t hint, uint8_t **buf, size_t *len,
                   char *err, size_t errlen)
 {
     *buf = NULL;
     *len = 0;
-    /* O_NONBLOCK: a FIFO at path must not hang the caller. */
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    /* O_NONBLOCK: opening a FIFO must not wait for a writer. */
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
     if (fd < 0)
         return say(err, errlen, RNGSNAP_E_IO, "%s: cannot open: %s", path,
                    strerror(errno));
-    int rc = RNGSNAP_OK;
-    /* Fast path: the caller's expected size plus one byte.  A regular
-     * file's read() returns less than asked only at its end, so a short
-     * read is the whole file: open, read, close and nothing else. */
-    if (hint == 0 || hint > RS_FMT_FILE_MAX)
-        hint = 4096; /* unknown or absurd: start small, measure below */
-    size_t cap = hint + 1, got = 0;
-    uint8_t *p = malloc(cap);
+    int rc;
+    struct stat st;
+    uint8_t *p = NULL;
+    size_t cap, got = 0;
+    /* Before any read: a FIFO with a writer, a device or a directory is
+     * refused whatever it would have given. */
+    if (fstat(fd, &st) != 0) {
+        rc = say(err, errlen, RNGSNAP_E_IO, "%s: cannot stat: %s", path,
+                 strerror(errno));
+        goto out;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        rc = say(err, errlen, RNGSNAP_E_IO, "%s: not a regular file (%s)",
+                 path, file_kind(st.st_mode));
+        goto out;
+    }
+    if ((uint64_t)st.st_size > RS_FMT_FILE_MAX) {
+        rc = say(err, errlen, RNGSNAP_E_CORRUPT,
+                 "%s: %lld bytes, more than the %zu a checkpoint may hold",
+                 path, (long long)st.st_size, (size_t)RS_FMT_FILE_MAX);
+        goto out;
+    }
+    /* The size fstat gave is the file: checkpoints are replaced by
+     * rename, never appended to, and the decoder checks what it gets. */
+    size_t want = (size_t)st.st_size;
+    cap = want ? want : (hint && hint < RS_FMT_FILE_MAX ? hint : 4096);
+    p = malloc(cap);
     if (!p) {
         rc = say(err, errlen, RNGSNAP_E_NOMEM,
                  "%s: out of memory for %zu bytes", path, cap);
         goto out;
     }
-    for (;;) {
-        ssize_t r = read_once(fd, p + got, cap - got);
-        if (r < 0) {
-            rc = say(err, errlen, RNGSNAP_E_IO, "%s: read failed: %s", path,
-                     strerror(errno));
-            goto fail;
-        }
-        got += (size_t)r;
-        /* Short read: end of file, unless nothing came at all, where an
-         * empty file and /dev/null or a FIFO must be told apart (a
-         * checkpoint is never empty, so this costs a valid load nothing). */
-        if (got < cap && got > 0)
-            break;
-        /* Larger than expected, or empty: ask the file its size and kind,
-         * bound it, grow. */
-        struct stat st;
-        if (fstat(fd, &st) != 0) {
-            rc = say(err, errlen, RNGSNAP_E_IO, "%s: cannot stat: %s", path,
-                     strerror(errno));
-            goto fail;
-        }
-        if (!S_ISREG(st.st_mode)) {
-            rc = say(err, errlen, RNGSNAP_E_IO, "%s: not a regular file",
-                     path);
-            goto fail;
-        }
-        if (got == 0)
-            break; /* an empty regular file: the decoder says "empty" */
-        size_t want = (uint64_t)st.st_size > got ? (size_t)st.st_size : got;
-        if (want > RS_FMT_FILE_MAX || cap > RS_FMT_FILE_MAX) {
-            rc = say(err, errlen, RNGSNAP_E_CORRUPT,
-                     "%s: %lld bytes, more than the %zu a checkpoint may "
-                     "hold",
-                     path, (long long)st.st_size, (size_t)RS_FMT_FILE_MAX);
-            goto fail;
-        }
-        cap = want > got ? want + 1 : 2 * cap;
-        uint8_t *q = realloc(p, cap);
-        if (!q) {
-            rc = say(err, errlen, RNGSNAP_E_NOMEM,
-                     "%s: out of memory for %zu bytes", path, cap);
-            goto fail;
-        }
-        p = q;
+    rc = read_all(fd, path, want, &p, &cap, &got, err, errlen);
+    if (rc == RNGSNAP_OK) {
+        *buf = p;
+        *len = got;
+        p = NULL;
     }
-    *buf = p;
-    *len = got;
-    goto out;
-fail:
-    free(p);
 out:
+    free(p);
     close(fd);
     return rc;
 }

@@ -11,18 +11,28 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Write buf[0..len) to path atomically: a unique temporary file in the
- * same folder, fsync, rename into place (without RNGSNAP_SAVE_REPLACE a
- * no-replace rename: an existing path is RNGSNAP_E_EXISTS), fsync the
- * folder.  RNGSNAP_SAVE_NO_SYNC skips both fsyncs.  On failure the
- * temporary file is removed and the previous file at path is intact. */
-int rs_store_write(const char *path, const void *buf, size_t len,
-                   unsigned flags, char *err, size_t errlen);
+struct rngsnap;
 
-/* Read the whole file at path into a new buffer (free()), refusing files
- * larger than RS_FMT_FILE_MAX (RNGSNAP_E_CORRUPT).  hint: the size the
- * caller expects (0: unknown); when right, the read costs open, one
- * read() and close. */
+/* Write buf[0..len) to path atomically: a unique, locked temporary file
+ * in the same folder, fsync, rename into place (without
+ * RNGSNAP_SAVE_REPLACE a no-replace rename: an existing path is
+ * RNGSNAP_E_EXISTS), fsync the folder.  RNGSNAP_SAVE_NO_SYNC skips both
+ * fsyncs.  First, stale temporary files of the same target that no live
+ * save owns are removed (each logged at INFO through lctx, which may be
+ * NULL).  Failures before the rename: RNGSNAP_E_IO etc., the temporary
+ * file is removed and the previous file at path is intact.  Failures
+ * after it (open, fsync or close of the folder, close of the new file):
+ * RNGSNAP_E_DURABILITY, the new file is in place. */
+int rs_store_write(const struct rngsnap *lctx, const char *path,
+                   const void *buf, size_t len, unsigned flags, char *err,
+                   size_t errlen);
+
+/* Read the whole file at path into a new buffer (free()): only a
+ * regular file (anything else is RNGSNAP_E_IO "not a regular file",
+ * without blocking), at most RS_FMT_FILE_MAX bytes (RNGSNAP_E_CORRUPT),
+ * as many bytes as fstat says it holds, whatever the number of short or
+ * interrupted reads it takes.  hint: the size the caller expects (0:
+ * unknown), used only where the filesystem reports no size. */
 int rs_store_read(const char *path, size_t hint, uint8_t **buf, size_t *len,
                   char *err, size_t errlen);
 
