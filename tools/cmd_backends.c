@@ -3,7 +3,8 @@
  * whether it loaded and has devices (and why not), its devices and streams.
  *
  * The context is opened with RNGSNAP_PROBE_ONLY so that a required backend
- * without a device is shown as unavailable instead of failing the listing.
+ * without a device, or a backend whose plugin is missing or refused, is
+ * shown (with the reason) instead of failing the listing.
  */
 #include <stdio.h>
 #include <string.h>
@@ -17,25 +18,51 @@ static void help(void)
         "usage: rngsnap [-c FILE] backends [-c FILE] [--json]\n"
         "\n"
         "List every backend of the rng.ini: plugin path and version, state\n"
-        "(available, skipped: optional without a device, unavailable:\n"
-        "required without a device), the plugin's status line (emulated\n"
-        "devices are always marked), the devices with their names and the\n"
-        "streams each device carries.\n"
+        "(available; skipped: optional without a device or plugin file;\n"
+        "unavailable: required without a device; broken: its plugin is\n"
+        "missing or was refused), the plugin's status line (emulated\n"
+        "devices are always marked), the reason a backend is not in use,\n"
+        "the devices with their names and the streams each device carries.\n"
         "\n"
         "  --json   one JSON object on stdout instead of the table; when the\n"
         "           rng.ini cannot be used: {\"config\", \"error\",\n"
         "           \"error_code\"} (and exit status 2)\n"
         "\n"
         "Exit status: 0 every required backend is available; 1 a required\n"
-        "backend is unavailable; 2 usage or config error (bad rng.ini,\n"
-        "missing or broken plugin).\n");
+        "backend is unavailable; 2 usage or config error (bad rng.ini), or\n"
+        "a backend is broken (every backend is still listed).\n");
+}
+
+/* A backend whose plugin did not load: only a loaded plugin has a table,
+ * hence a version (the probe-only open keeps its reason). */
+static int is_broken(const rngsnap_backend_info *b)
+{
+    return !b->available && !b->skipped && !b->version && b->reason;
 }
 
 static const char *state_word(const rngsnap_backend_info *b)
 {
     if (b->available)
         return b->emulated ? "emulated" : "available";
+    if (is_broken(b))
+        return "broken";
     return b->skipped ? "skipped" : "unavailable";
+}
+
+/* The exit status the listing stands for (see help()). */
+static int listing_status(rngsnap *ctx)
+{
+    int rc = CLI_OK;
+    for (size_t i = 0; i < rngsnap_backend_count(ctx); i++) {
+        rngsnap_backend_info b;
+        if (rngsnap_backend_get(ctx, i, &b) != RNGSNAP_OK)
+            continue;
+        if (is_broken(&b))
+            return CLI_USAGE;
+        if (b.required && !b.available)
+            rc = CLI_FAIL;
+    }
+    return rc;
 }
 
 static const char *nz(const char *s, const char *dflt)
@@ -115,23 +142,16 @@ int cmd_backends(const cli_globals *g0, int argc, char **argv)
         return CLI_USAGE;
     }
 
+    int status = listing_status(ctx);
     if (json) {
-        int missing = 0;
-        for (size_t i = 0; i < rngsnap_backend_count(ctx); i++) {
-            rngsnap_backend_info b;
-            if (rngsnap_backend_get(ctx, i, &b) == RNGSNAP_OK && b.required
-                && !b.available)
-                missing = 1;
-        }
         print_json(ctx, ini, origin);
         rngsnap_close(ctx);
-        return missing ? CLI_FAIL : CLI_OK;
+        return status;
     }
     printf("config: %s (%s)\n\n", ini, origin);
     printf("%-10s %-8s %-11s %7s %7s  %-9s %s\n", "BACKEND", "REQUIRED",
            "STATE", "DEVICES", "STREAMS", "VERSION", "PLUGIN");
     size_t nb = rngsnap_backend_count(ctx);
-    int missing_required = 0;
     for (size_t i = 0; i < nb; i++) {
         rngsnap_backend_info b;
         if (rngsnap_backend_get(ctx, i, &b) != RNGSNAP_OK)
@@ -139,8 +159,6 @@ int cmd_backends(const cli_globals *g0, int argc, char **argv)
         printf("%-10s %-8s %-11s %7d %7zu  %-9s %s\n", b.name,
                b.required ? "yes" : "no", state_word(&b), b.device_count,
                b.stream_names, nz(b.version, "-"), nz(b.plugin_path, "-"));
-        if (b.required && !b.available)
-            missing_required = 1;
     }
 
     /* Details: status line, reason, device names, stream names. */
@@ -169,6 +187,12 @@ int cmd_backends(const cli_globals *g0, int argc, char **argv)
         printf("\n");
     }
     printf("\n%zu stream(s) in the registry\n", rngsnap_stream_count(ctx));
+    for (size_t i = 0; i < nb; i++) {
+        rngsnap_backend_info b;
+        if (rngsnap_backend_get(ctx, i, &b) == RNGSNAP_OK && is_broken(&b))
+            cli_err("backends", "backend %s is broken: %s", b.name,
+                    b.reason);
+    }
     rngsnap_close(ctx);
-    return missing_required ? CLI_FAIL : CLI_OK;
+    return status;
 }

@@ -4,11 +4,14 @@
  * Precedence: -c/--config; the RNGSNAP_CONFIG variable; the build tree's
  * config/rng.ini when this binary is the one in <build>/tools (so a fresh
  * build works before anything is installed); the installed default.
+ * RNGSNAP_CONFIG is ignored (and that said) in a secure-execution process
+ * (setuid, setgid, file capabilities), as the library does.
  */
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -33,9 +36,26 @@ static int running_from_build_tree(void)
     return strcmp(exe, want) == 0;
 }
 
+/* RNGSNAP_CONFIG, unless the invoking user may not choose our files. */
+static const char *config_env(void)
+{
+    static int said;
+    const char *env = getenv("RNGSNAP_CONFIG");
+    if (!env || !*env)
+        return NULL;
+    if (getauxval(AT_SECURE)) {
+        if (!said++)
+            fprintf(stderr, "rngsnap: ignoring RNGSNAP_CONFIG: this process "
+                    "runs with elevated privileges (setuid, setgid or file "
+                    "capabilities), where variables naming paths are not "
+                    "trusted\n");
+        return NULL;
+    }
+    return env;
+}
+
 const char *cli_config_path(const cli_globals *g, const char **origin)
 {
-    const char *env = getenv("RNGSNAP_CONFIG");
     const char *dummy;
     if (!origin)
         origin = &dummy;
@@ -43,7 +63,8 @@ const char *cli_config_path(const cli_globals *g, const char **origin)
         *origin = "-c";
         return g->config;
     }
-    if (env && *env) {
+    const char *env = config_env();
+    if (env) {
         *origin = "RNGSNAP_CONFIG";
         return env;
     }

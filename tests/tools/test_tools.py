@@ -477,6 +477,89 @@ def t_demo():
         check(ok, f"demo -c clusters/{name}", f"rc={rc}\n{out[-3000:]}\n{err[-2000:]}")
 
 
+def t_backends_broken():
+    """A refused or missing plugin: `rngsnap backends` lists every backend,
+    marks the broken ones with the loader's reason, exit 2 (issue 8)."""
+    import shutil
+    plugdir = os.environ["RNGSNAP_PLUGIN_BUILD_DIR"]
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = os.path.realpath(tmp)
+        opendir = os.path.join(tmp, "open")
+        os.mkdir(opendir)
+        so = os.path.join(opendir, "rngsnap_hpu.so")
+        shutil.copy(os.path.join(plugdir, "rngsnap_hpu.so"), so)
+        os.chmod(so, 0o666)
+        ini = os.path.join(tmp, "rng.ini")
+        with open(ini, "w") as f:
+            f.write(f"[rngsnap]\nplugin_dir = {plugdir}\n"
+                    "[backend.cpu]\nplugin = rngsnap_cpu\n"
+                    f"[backend.hpu]\nplugin = {so}\nrequired = false\n"
+                    "emulate_devices = 1\n"
+                    "[backend.npu]\nplugin = rngsnap_nonesuch\n"
+                    "[backend.xpu]\nplugin = rngsnap_gone\nrequired = false\n")
+        refused = (f"plugin {so} for [backend.hpu] refused: the file {so} "
+                   "(mode 0666, owner 0 (root)) is writable by group and "
+                   "others, who could change the code this process runs; "
+                   f"fix: chmod go-w {so}")
+        if os.stat(so).st_uid != 0:
+            refused = refused.replace("owner 0 (root)", f"owner {os.getuid()}")
+        missing = ("plugin 'rngsnap_nonesuch' for [backend.npu] "
+                   f"({ini}:9) not found; tried (folders from plugin_dir): "
+                   f"{plugdir}/rngsnap_nonesuch.so")
+        gone = ("plugin 'rngsnap_gone' for [backend.xpu] "
+                f"({ini}:11) not found; tried (folders from plugin_dir): "
+                f"{plugdir}/rngsnap_gone.so")
+        rc, out, err = run("-c", ini, "backends")
+        rows = {l.split()[0]: l.split() for l in out.splitlines()
+                if l.split() and l.split()[0] in ("cpu", "hpu", "npu", "xpu")
+                and len(l.split()) >= 6}
+        check(rc == 2 and sorted(rows) == ["cpu", "hpu", "npu", "xpu"],
+              "backends with a refused plugin lists every backend, exit 2",
+              f"rc={rc}\n{out}{err}")
+        check(rows.get("cpu", [""] * 3)[2] == "available" and
+              rows.get("hpu", [""] * 3)[2] == "broken" and
+              rows.get("npu", [""] * 3)[2] == "broken" and
+              rows.get("xpu", [""] * 3)[2] == "skipped",
+              "states: cpu available, hpu/npu broken, optional xpu skipped",
+              out)
+        check(f"  reason:  {refused}\n" in out and
+              f"  reason:  {missing}\n" in out and
+              f"  reason:  {gone}\n" in out,
+              "each backend not in use shows the loader's exact reason", out)
+        check(err == f"rngsnap backends: backend hpu is broken: {refused}\n"
+              f"rngsnap backends: backend npu is broken: {missing}\n",
+              "stderr names each broken backend", err)
+        rc, out, err = run("-c", ini, "backends", "--json")
+        try:
+            d = {b["name"]: b for b in json.loads(out)["backends"]}
+            check(rc == 2 and list(d) == ["cpu", "hpu", "npu", "xpu"] and
+                  d["hpu"]["state"] == "broken" and
+                  d["hpu"]["reason"] == refused and
+                  d["hpu"]["available"] is False and
+                  d["npu"]["state"] == "broken" and
+                  d["npu"]["reason"] == missing and
+                  d["xpu"]["state"] == "skipped" and
+                  d["xpu"]["reason"] == gone and
+                  d["cpu"]["state"] == "available",
+                  "backends --json: every backend, broken ones with reasons, "
+                  "exit 2", f"rc={rc}\n{out}")
+        except (ValueError, KeyError) as e:
+            check(False, "backends --json with a refused plugin is JSON",
+                  f"{e}\n{out}")
+        # Fixed: the optional backend with no plugin file stays skipped.
+        os.chmod(so, 0o755)
+        with open(ini, "w") as f:
+            f.write(f"[rngsnap]\nplugin_dir = {plugdir}\n"
+                    "[backend.cpu]\nplugin = rngsnap_cpu\n"
+                    f"[backend.hpu]\nplugin = {so}\nrequired = false\n"
+                    "emulate_devices = 1\n"
+                    "[backend.xpu]\nplugin = rngsnap_gone\nrequired = false\n")
+        rc, out, err = run("-c", ini, "backends")
+        check(rc == 0 and " emulated " in out and " skipped " in out,
+              "fixed plugin mode and an optional missing plugin: exit 0",
+              f"rc={rc}\n{out}{err}")
+
+
 # ---- --json of inspect, verify and diff against the user guide -----------
 
 def guide_json(tag):
@@ -636,6 +719,7 @@ def t_diff_json():
 
 GROUPS = {"cli": t_cli, "backends": t_backends, "inspect": t_inspect,
           "verify": t_verify, "diff": t_diff, "demo": t_demo}
+GROUPS["backends"] = lambda: (t_backends(), t_backends_broken())
 GROUPS["inspect"] = lambda: (t_inspect(), t_inspect_json_doc())
 GROUPS["verify"] = lambda: (t_verify(), t_verify_json())
 GROUPS["diff"] = lambda: (t_diff(), t_diff_json())
