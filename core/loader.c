@@ -289,6 +289,12 @@ static int check_table(struct rngsnap *ctx, rs_backend *b,
                         "%s says it is \"%s\", not \"%s\"", path, b->name,
                         strrchr(path, '/') ? strrchr(path, '/') + 1 : path,
                         vt->name ? vt->name : "(NULL)", b->name);
+    /* Required by the plugin guide; a listing tells a loaded plugin from
+     * a refused one by it. */
+    if (!vt->version)
+        return rs_error(ctx, RNGSNAP_E_PLUGIN, "plugin %s for [backend.%s]: "
+                        "required member 'version' of the backend table is "
+                        "NULL", path, b->name);
     for (size_t i = 0; i < sizeof rs_required / sizeof rs_required[0]; i++) {
         void *fn;
         memcpy(&fn, (const char *)vt + rs_required[i].offset, sizeof fn);

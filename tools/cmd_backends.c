@@ -33,8 +33,8 @@ static void help(void)
         "a backend is broken (every backend is still listed).\n");
 }
 
-/* A backend whose plugin did not load: only a loaded plugin has a table,
- * hence a version (the probe-only open keeps its reason). */
+/* A backend whose plugin did not load: every loaded plugin has a version
+ * (the loader refuses a NULL one); the probe-only open keeps the reason. */
 static int is_broken(const rngsnap_backend_info *b)
 {
     return !b->available && !b->skipped && !b->version && b->reason;

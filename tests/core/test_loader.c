@@ -37,6 +37,8 @@ static const bad_plugin bad_plugins[] = {
     {"small", {"bytes", "smaller"}},
     {"wrongname", {"rngsnap_wrongname.so says it is \"cuda\""}},
     {"nullmember", {"required member 'seed'", "NULL"}},
+    {"nullversion", {"required member 'version' of the backend table is "
+                     "NULL"}},
     {"statezero", {"state_size 0"}},
     {"statebig", {"state_size 5000", "4096"}},
     {"undef_data", {"exists but cannot be loaded",

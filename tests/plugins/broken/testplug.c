@@ -237,7 +237,11 @@ static const rngsnap_backend tp_table = {
     .struct_size = sizeof(rngsnap_backend),
 #endif
     .name = PLUG_NAME,
+#ifdef RS_BROKEN_NULLVERSION
+    .version = NULL,
+#else
     .version = "test-1",
+#endif
     .state_format = 0x54534554u, /* "TEST": bytes T, E, S, T (LE) */
 #if defined(RS_BROKEN_STATEZERO)
     .state_size = 0,
