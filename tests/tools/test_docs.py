@@ -14,11 +14,15 @@
 - RNGSNAP_HOST_HAS honours the host table's struct_size and a NULL member;
 - the plugin guide's thread contract names every function of the table;
 - the user guide's trace of rngsnap_state_ops calls is what the library
-  does (tests/tools/state_ops_trace.c prints it).
+  does (tests/tools/state_ops_trace.c prints it);
+- the plugin guide's two option-error messages (the core's for an unknown
+  key, the plugin's behind the core's prefix for a bad value) are what
+  `rngsnap backends` reports, with their RNGSNAP_E_CONFIG code.
 
 usage: test_docs.py RNGSNAP STATE_OPS_TRACE CC [CC ARGS...]
        (CC: the project's compiler)
 """
+import json
 import os
 import re
 import subprocess
@@ -197,6 +201,35 @@ check(m is not None and p.returncode == 0 and m.group(1) == p.stdout,
       "user-guide.md's state_ops trace is what the library calls",
       f"rc={p.returncode}\nlibrary:\n{p.stdout}{p.stderr}\nguide:\n"
       f"{m.group(1) if m else '(no trace block)'}")
+
+# The option-error contract of the plugin guide, shown with the built-in
+# hpu plugin: its example lines are the real messages (paths replaced).
+plugdir = os.environ["RNGSNAP_PLUGIN_BUILD_DIR"]
+for bad_line, what in (("emulate_devices = 1\nemulate_device = 1\n",
+                        "an unknown key: the core's message"),
+                       ("emulate_devices = x\n",
+                        "a bad value: the plugin's FILE:LINE behind the core's prefix")):
+    with tempfile.TemporaryDirectory() as tmp:
+        ini = os.path.join(tmp, "rng.ini")
+        with open(ini, "w") as f:
+            f.write(f"[rngsnap]\nplugin_dir = {plugdir}\n[backend.cpu]\n"
+                    "plugin = rngsnap_cpu\n[backend.hpu]\nplugin = rngsnap_hpu\n"
+                    + bad_line)
+        p = subprocess.run([rngsnap, "-c", ini, "backends", "--json"],
+                           capture_output=True, text=True)
+        try:
+            d = json.loads(p.stdout)
+        except ValueError:
+            d = {}
+        msg = d.get("error", "")
+        for so in (os.path.join(plugdir, "rngsnap_hpu.so"),
+                   os.path.realpath(os.path.join(plugdir, "rngsnap_hpu.so"))):
+            msg = msg.replace(so, "/usr/lib/x86_64-linux-gnu/rngsnap-1/rngsnap_hpu.so")
+        msg = msg.replace(ini, "/etc/rngsnap/rng.ini")
+        check(p.returncode == 2 and d.get("error_code") == "RNGSNAP_E_CONFIG"
+              and msg and f"  {msg}\n" in plugin_guide,
+              f"plugin-guide.md shows the real RNGSNAP_E_CONFIG message for {what}",
+              f"rc={p.returncode} message: {msg!r}")
 
 print(f"{len(fails)} failure(s)")
 sys.exit(1 if fails else 0)
