@@ -16,10 +16,11 @@
  *
  * Stale temporary files: a save killed mid-write leaves its
  * ".NAME.tmp-PID-N-NS".  Each save of NAME removes those of NAME that no
- * live save owns: a saver holds an exclusive flock() on its temporary
- * file from just after creating it until the rename, and a temporary is
- * removed only if that lock is free and the file was last written more
- * than TMP_GRACE_S ago (docs/format.md, "Crash safety").
+ * live save owns: a saver holds an exclusive lock (an open file
+ * description lock, F_OFD_SETLK) on its temporary file from just after
+ * creating it until the rename, and a temporary is removed only if that
+ * lock is free and the file was last written more than TMP_GRACE_S ago
+ * (docs/format.md, "Stale temporary files").
  *
  * Read: open (non-blocking), fstat (only a regular file is read; its
  * size sizes the buffer), read until that size is in, close.  A short
@@ -37,7 +38,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -53,9 +53,21 @@
 
 /* A temporary file unwritten for this long, with its lock free, belongs
  * to no live save.  The grace covers the instant between a saver's
- * O_EXCL create and its flock, and savers on filesystems that do not
+ * O_EXCL create and its lock, and savers on filesystems that do not
  * share locks between hosts (NFS mounted with nolock). */
 #define TMP_GRACE_S 60
+
+/* Take the exclusive lock of a temporary file without waiting; 0 when
+ * taken.  An open file description lock, not flock() or a classic POSIX
+ * lock: it conflicts between two opens in one process (two threads
+ * saving), is not dropped when the process closes some other descriptor
+ * of the file, and NFS sends it to the server as a POSIX lock, which
+ * other clients and the server's own processes see. */
+static int try_lock(int fd)
+{
+    struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET};
+    return fcntl(fd, F_OFD_SETLK, &fl);
+}
 
 static int say(char *err, size_t errlen, int code, const char *fmt, ...)
 #if defined(__GNUC__)
@@ -160,7 +172,7 @@ static int open_temp(int dfd, const char *path, size_t base_off, char *tmp,
              * the grace period; nobody else can hold a lock on a file
              * this new, so no failure here stops the save. */
             if (fd >= 0)
-                (void)flock(fd, LOCK_EX | LOCK_NB);
+                (void)try_lock(fd);
             return fd;
         }
     }
@@ -206,21 +218,20 @@ static void remove_if_stale(const struct rngsnap *lctx, int dfd,
                             const char *name, time_t now)
 {
     struct stat st, fst;
-    /* Age first, without opening: on NFS, where flock is a POSIX lock,
-     * any close of the file by this process would drop a lock another
-     * thread of it holds on that file. */
+    /* Age first, without opening: a fresh file (every live save's) is
+     * never even opened. */
     if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) != 0
         || !S_ISREG(st.st_mode) || now - st.st_mtime < TMP_GRACE_S)
         return;
-    /* O_WRONLY: NFS's flock needs a file open for writing (it takes a
-     * POSIX write lock).  O_NONBLOCK: nothing here may wait. */
+    /* O_WRONLY: a write lock needs a file open for writing.
+     * O_NONBLOCK: nothing here may wait. */
     int fd = openat(dfd, name,
                     O_WRONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY
                         | O_CLOEXEC);
     if (fd < 0)
         return;
     if (fstat(fd, &fst) == 0 && same_file(&st, &fst)
-        && flock(fd, LOCK_EX | LOCK_NB) == 0
+        && try_lock(fd) == 0
         && fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0
         && same_file(&st, &fst) && unlinkat(dfd, name, 0) == 0)
         rs_log(lctx, RNGSNAP_LOG_INFO,

@@ -770,6 +770,29 @@ static void live_saver_temp_kept(void **state)
     assert_new(fx);
 }
 
+/* The lock also protects a save of another thread of this process (an
+ * open file description lock conflicts between two opens of one file,
+ * whichever process made them); once released, the file goes. */
+static void temp_locked_in_this_process_kept(void **state)
+{
+    fixture *fx = *state;
+    const char *tmp = ct_path(fx->dir, ".ck.bin.tmp-5-5-5");
+    ct_write(tmp, "partial", 7);
+    age(tmp);
+    int fd = open(tmp, O_WRONLY);
+    assert_true(fd >= 0);
+    struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET};
+    assert_int_equal(fcntl(fd, F_OFD_SETLK, &fl), 0);
+    char log[4096];
+    logged_save(fx, RNGSNAP_SAVE_REPLACE, log, sizeof log);
+    assert_string_equal(log, "");
+    assert_true(exists(tmp));
+    close(fd);
+    logged_save(fx, RNGSNAP_SAVE_REPLACE, log, sizeof log);
+    assert_non_null(strstr(log, ".ck.bin.tmp-5-5-5 (7 bytes"));
+    assert_new(fx);
+}
+
 /* Only the target's own temporaries, in exactly the form a save names
  * them, as regular files: another target's, look-alike names, a link
  * and a folder stay, however old. */
@@ -933,6 +956,8 @@ int main(void)
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(live_saver_temp_kept, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(temp_locked_in_this_process_kept,
+                                        setup, teardown),
         cmocka_unit_test_setup_teardown(other_names_untouched, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(save_failure_keeps_previous_checkpoint,
