@@ -146,6 +146,19 @@ RNGSNAP_API int rngsnap_seed_all(rngsnap *ctx, uint64_t seed);
 
 /* ---- checkpoints ------------------------------------------------------- */
 
+/* Write every entry and app state to path, atomically (temporary file,
+ * fsync, rename, fsync of the folder; docs/format.md).  Two outcomes of
+ * failure, told apart by the code:
+ * - RNGSNAP_E_IO (and _EXISTS, _NOMEM, ...): nothing was replaced; the
+ *   previous file at path, if any, is intact.
+ * - RNGSNAP_E_DURABILITY: the new checkpoint IS in place and loads, but
+ *   a step after the rename (open, fsync or close of the folder, close of
+ *   the file) failed, so surviving a power loss is not confirmed.  Where
+ *   that matters, save again before the states change (or fsync the
+ *   folder); otherwise treat it as success.
+ * rngsnap_errmsg names the path and the call that failed.  A save also
+ * removes stale temporary files of the same target left by killed saves
+ * (never one a live save holds), logged at INFO. */
 RNGSNAP_API int rngsnap_save(rngsnap *ctx, const char *path, unsigned flags);
 /* All or nothing: on any error no live state changes. */
 RNGSNAP_API int rngsnap_load(rngsnap *ctx, const char *path, unsigned flags);
