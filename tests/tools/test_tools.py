@@ -497,12 +497,16 @@ def t_backends_broken():
                     "emulate_devices = 1\n"
                     "[backend.npu]\nplugin = rngsnap_nonesuch\n"
                     "[backend.xpu]\nplugin = rngsnap_gone\nrequired = false\n")
+        import pwd
+        uid = os.stat(so).st_uid
+        try:
+            owner = f"{uid} ({pwd.getpwuid(uid).pw_name})"
+        except KeyError:
+            owner = str(uid)
         refused = (f"plugin {so} for [backend.hpu] refused: the file {so} "
-                   "(mode 0666, owner 0 (root)) is writable by group and "
+                   f"(mode 0666, owner {owner}) is writable by group and "
                    "others, who could change the code this process runs; "
                    f"fix: chmod go-w {so}")
-        if os.stat(so).st_uid != 0:
-            refused = refused.replace("owner 0 (root)", f"owner {os.getuid()}")
         missing = ("plugin 'rngsnap_nonesuch' for [backend.npu] "
                    f"({ini}:9) not found; tried (folders from plugin_dir): "
                    f"{plugdir}/rngsnap_nonesuch.so")
