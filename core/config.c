@@ -507,8 +507,7 @@ static int add_stream(rs_parse *p, rs_backend *b, char *name,
     if (!rs_name_ok(name, strlen(name)))
         return perr(p, RNGSNAP_E_CONFIG,
                     "key 'streams' of [backend.%s]: invalid stream name '%s' "
-                    "(use 1..%d letters, digits, '_', '.', '-')", b->name,
-                    name, RS_NAME_MAX);
+                    "(use letters, digits, '_', '.', '-')", b->name, name);
     char **ns = grow(b->streams, b->nstreams, &p->streams_cap, sizeof *ns);
     if (!ns)
         return perr(p, RNGSNAP_E_NOMEM, "out of memory");

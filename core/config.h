@@ -16,7 +16,9 @@ typedef struct rs_config {
     int plugin_dir_line; /* line of plugin_dir, 0 if unset               */
 } rs_config;
 
-/* Longest stream or backend name accepted (bytes). */
+/* Longest stream or backend name valid (bytes; the checkpoint format's
+ * limit).  rng.ini cannot hold names that long: its 198-character lines
+ * cap a stream name at 197 and [backend.NAME] a backend name at 41. */
 #define RS_NAME_MAX 255
 
 /* Read ini_path: sets ctx->ini_path (absolute), ctx->log_level and
