@@ -60,7 +60,7 @@ static const char *writable_msg(const char *file, const char *what,
     snprintf(buf, sizeof buf, "plugin %s for [backend.ctor] refused: %s %s "
              "(mode %04o, owner %s) is writable by %s, who could change "
              "the code this process runs; fix: chmod go-w %s", file, what,
-             path, mode, pf_owner(0), who, path);
+             path, mode, pf_owner(geteuid()), who, path);
     return buf;
 }
 
