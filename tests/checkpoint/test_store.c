@@ -913,6 +913,10 @@ static void save_durability_unconfirmed(void **state)
              "confirmed)",
              ck, fx->dir, strerror(EIO));
     assert_string_equal(rngsnap_errmsg(ctx), want);
+    assert_string_equal(rngsnap_error_name(RNGSNAP_E_DURABILITY),
+                        "RNGSNAP_E_DURABILITY");
+    assert_string_equal(rngsnap_strerror(RNGSNAP_E_DURABILITY),
+                        "checkpoint replaced, durability not confirmed");
     free(ct_draw_all(ctx, 10));
     assert_int_equal(rngsnap_load(ctx, ck, 0), 0);
     ct_snap now = ct_take(ctx);
