@@ -8,7 +8,10 @@
  * write() of the whole buffer; fsync; rename into place; fsync of the
  * folder so that the new name itself is durable.  A crash at any point
  * leaves either the old file or the new one at path, never a torn one.
- * Names are resolved relative to the folder's fd.
+ * Names are resolved relative to the folder's fd.  A synced save of a
+ * target in a small folder is 11 system calls: open folder, getdents64
+ * twice, create, lock, write, fsync, rename, close, fsync folder, close
+ * folder (before the cleaning and the lock it was 8).
  *
  * Two kinds of failure: before the rename nothing was replaced
  * (RNGSNAP_E_IO, the temporary file is removed); after it the new file IS
@@ -25,7 +28,8 @@
  * Read: open (non-blocking), fstat (only a regular file is read; its
  * size sizes the buffer), read until that size is in, close.  A short
  * read() or EINTR means "read more" (NFS, FUSE and Lustre return short
- * reads), never the end of the file.
+ * reads), never the end of the file.  A load is 4 system calls: open,
+ * fstat, read, close.
  */
 #include "store.h"
 
