@@ -344,7 +344,9 @@ static int finish_replaced(const char *path, const char *dir, int fd,
     snprintf(what, sizeof what, "folder %s", dir);
     if (sync && rc == RNGSNAP_OK && dfd == AT_FDCWD)
         rc = not_durable(err, errlen, path, "open", what, dir_errno);
-    if (sync && rc == RNGSNAP_OK && dfd != AT_FDCWD && fsync_dir(dfd) != 0)
+    /* tried even after a failed close: the name's durability is still
+     * worth having */
+    if (sync && dfd != AT_FDCWD && fsync_dir(dfd) != 0 && rc == RNGSNAP_OK)
         rc = not_durable(err, errlen, path, "fsync", what, errno);
     if (dfd != AT_FDCWD && close(dfd) != 0 && rc == RNGSNAP_OK)
         rc = not_durable(err, errlen, path, "close", what, errno);

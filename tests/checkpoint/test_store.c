@@ -411,6 +411,7 @@ static void failing_file_close(void **state)
     assert_int_equal(save(fx, RNGSNAP_SAVE_REPLACE, err, sizeof err),
                      RNGSNAP_E_DURABILITY);
     assert_not_durable(fx, err, "close", "the new file", EIO);
+    assert_int_equal(fsync_calls, 2); /* the folder's still tried */
     assert_new(fx);
     ct_write(fx->path, OLD, sizeof OLD);
     close_fail_kind = S_IFREG;
@@ -845,7 +846,8 @@ static void long_name(void **state)
     memset(name, 'n', 250);
     strcpy(name + 250, ".ck");
     const char *p = ct_path(fx->dir, name);
-    assert_int_equal(rs_store_write(NULL, p, NEW, sizeof NEW, 0, err, sizeof err),
+    assert_int_equal(rs_store_write(NULL, p, NEW, sizeof NEW, 0, err,
+                                    sizeof err),
                      0);
     int tmp;
     assert_int_equal(ct_count_entries(fx->dir, &tmp), 3);
