@@ -5,6 +5,7 @@
  * (/dev/shm) and to disk (/var/tmp), with and without the fsyncs, each
  * next to the bare system calls of the same save and load (bench_floor.c).
  */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -159,6 +160,68 @@ static void bench_draw(void)
     rngsnap_close(ctx);
 }
 
+/* ---- one draw, two threads ------------------------------------------- */
+
+#define THREAD_DRAWS 200000
+
+typedef struct draw_pair {
+    rngsnap_stream *s[2]; /* the stream of each thread (maybe the same) */
+} draw_pair;
+
+static void *draw_many(void *a)
+{
+    rngsnap_stream *s = a;
+    uint32_t w;
+    for (int i = 0; i < THREAD_DRAWS; i++)
+        if (rngsnap_generate(s, RNGSNAP_U32, &w, 1) != RNGSNAP_OK)
+            abort();
+    return NULL;
+}
+
+static void run_draw_pair(void *a)
+{
+    draw_pair *p = a;
+    pthread_t t;
+    if (pthread_create(&t, NULL, draw_many, p->s[1]) != 0)
+        abort();
+    draw_many(p->s[0]);
+    pthread_join(t, NULL);
+}
+
+/* The thread contract's cost: two threads on their own streams of one
+ * context should each draw at the one-thread speed (no shared lock); two
+ * on one stream wait for each other (its lock serialises them). */
+static void bench_draw_threads(void)
+{
+    bench_section("one U32 through a stream handle, two threads");
+    rngsnap *ctx;
+    const char *p = registry_ini("draw.ini", 3, NULL, 0, 0, 0);
+    draw_pair own, same;
+    if (p == NULL || rngsnap_open(&ctx, p, 0) != RNGSNAP_OK ||
+        rngsnap_seed_all(ctx, 1) != RNGSNAP_OK ||
+        rngsnap_stream_find(ctx, "cpu", 0, "s0", &own.s[0]) != RNGSNAP_OK ||
+        rngsnap_stream_find(ctx, "cpu", 0, "s1", &own.s[1]) != RNGSNAP_OK) {
+        bench_note("setup failed: %s", rngsnap_errmsg(NULL));
+        return;
+    }
+    same.s[0] = same.s[1] = own.s[0];
+    static const char *const what[2] = {"own stream each", "one stream"};
+    draw_pair *pairs[2] = {&own, &same};
+    for (int k = 0; k < 2; k++) {
+        /* Wall time of the pair over the draws of one thread: what each
+         * thread's call costs while the other one runs. */
+        double ns = bench_time(run_draw_pair, pairs[k]) / THREAD_DRAWS * 1e9;
+        char fields[160], text[160];
+        snprintf(fields, sizeof fields, "\"dist\":\"u32\",\"n\":1,"
+                 "\"threads\":2,\"streams\":\"%s\",\"ns\":%.1f",
+                 what[k], ns);
+        snprintf(text, sizeof text, "  2 threads, %-15s: %.1f ns per call "
+                 "per thread", what[k], ns);
+        bench_row("draw_one_threads", fields, text);
+    }
+    rngsnap_close(ctx);
+}
+
 /* ---- save / load ----------------------------------------------------------- */
 
 typedef struct ckpt_job {
@@ -287,6 +350,7 @@ void bench_api(void)
     }
     bench_open();
     bench_draw();
+    bench_draw_threads();
     bench_checkpoint();
     const char *names[] = {"five.ini", "cpu.ini", "draw.ini", "ckpt.ini"};
     for (size_t i = 0; i < 4; i++) {
