@@ -260,6 +260,87 @@ static int app_is(const rs_app_state *a, const rs_fmt_section *s)
     return name_is(a->name, s->pub.name, s->name_len);
 }
 
+/* The configured backend named by the len bytes at name, or NULL. */
+static const rs_backend *backend_named(const struct rngsnap *ctx,
+                                       const char *name, size_t len)
+{
+    for (size_t i = 0; i < ctx->nbackends; i++)
+        if (name_is(ctx->backends[i].name, name, len))
+            return &ctx->backends[i];
+    return NULL;
+}
+
+/* What an admin does about an optional backend that is on one node and
+ * not on another. */
+#define RS_OPTIONAL_FIX                                                     \
+    "resume where the same backends are present as where the checkpoint "  \
+    "was written, or set 'required = true' so that a node without it "      \
+    "stops at rngsnap_open instead of at the load"
+
+/* Why the checkpoint's stream section s has no live entry, when the
+ * configuration says more than "not listed". */
+static void why_extra(const struct rngsnap *ctx, const rs_fmt_section *s,
+                      char *buf, size_t len)
+{
+    const rs_backend *b = backend_named(ctx, s->pub.backend, s->backend_len);
+    if (!b)
+        snprintf(buf, len, " (no [backend.%.*s] in this configuration)",
+                 (int)s->backend_len, s->pub.backend);
+    else if (b->skipped)
+        snprintf(buf, len, " (backend %s is optional, 'required = false', "
+                 "and was skipped here: %s; it was present where the "
+                 "checkpoint was written: " RS_OPTIONAL_FIX ")", b->name,
+                 b->reason ? b->reason : "no device");
+    else if (b->available && s->pub.device >= b->device_count)
+        snprintf(buf, len, " (backend %s has %d device%s here)", b->name,
+                 b->device_count, b->device_count == 1 ? "" : "s");
+    else
+        buf[0] = '\0';
+}
+
+/* The same for a live entry that the checkpoint lacks. */
+static void why_missing(const struct rngsnap_stream *e, char *buf,
+                        size_t len)
+{
+    if (!e->backend->required)
+        snprintf(buf, len, " (backend %s is optional, 'required = false', "
+                 "and present here, so it was probably absent where the "
+                 "checkpoint was written: " RS_OPTIONAL_FIX ")",
+                 e->backend->name);
+    else
+        buf[0] = '\0';
+}
+
+/* Entries all matched, but in another order than the registry's (rng.ini
+ * sections or stream lists reordered): restored by name, but a job that
+ * walks the registry by index now reaches other streams.  Says so, with
+ * the first difference. */
+static void warn_if_reordered(const struct rngsnap *ctx, const char *path,
+                              const rs_fmt_view *v, const uint32_t *smap)
+{
+    size_t k = 0; /* index among the file's stream sections */
+    for (size_t i = 0; i < v->header.section_count; i++) {
+        const rs_fmt_section *s = &v->sections[i];
+        if (s->pub.kind != RNGSNAP_SECTION_STREAM)
+            continue;
+        if (smap[k] != i) {
+            char has[600], live[600];
+            rs_fmt_section_label(&s->pub, has, sizeof has);
+            rs_stream_label(&ctx->streams[k], live, sizeof live);
+            rs_log(ctx, RNGSNAP_LOG_WARN,
+                   "load %s: the checkpoint's entries are in another order "
+                   "than this registry (%s): entry %zu is %s in the "
+                   "checkpoint but %s here; restored by name, but a job "
+                   "that walks the registry by index "
+                   "(rngsnap_stream_at) now draws from other streams than "
+                   "the job that saved",
+                   path, ctx->ini_path, k, has, live);
+            return;
+        }
+        k++;
+    }
+}
+
 /* Pair every section with its live entry: smap[entry] and amap[app] get
  * the section index.  Sections normally come in registry order, so the
  * next entry is tried first and the search is linear only on a miss. */
@@ -317,37 +398,43 @@ static int match_sections(struct rngsnap *ctx, const char *path,
         map[found] = (uint32_t)i;
     }
     size_t missing = 0;
-    char lack[600] = "";
+    char lack[600] = "", why_a[700] = "", why_b[400] = "";
     for (size_t e = 0; e < ctx->nstreams; e++)
-        if (smap[e] == none && missing++ == 0)
+        if (smap[e] == none && missing++ == 0) {
             rs_stream_label(&ctx->streams[e], lack, sizeof lack);
+            why_missing(&ctx->streams[e], why_b, sizeof why_b);
+        }
     for (size_t e = 0; e < ctx->napps; e++)
         if (amap[e] == none && missing++ == 0)
             snprintf(lack, sizeof lack, "app state %s", ctx->apps[e].name);
     if (!extra && !missing)
         return RNGSNAP_OK;
 
-    char has[600] = "", a[800] = "", b[800] = "";
+    char has[600] = "", a[1500] = "", b[1200] = "";
     if (extra) {
-        rs_fmt_section_label(&v->sections[first_extra].pub, has, sizeof has);
+        const rs_fmt_section *s = &v->sections[first_extra];
+        rs_fmt_section_label(&s->pub, has, sizeof has);
+        if (s->pub.kind == RNGSNAP_SECTION_STREAM)
+            why_extra(ctx, s, why_a, sizeof why_a);
         snprintf(a, sizeof a,
                  "checkpoint has %s, which this configuration does not "
-                 "load",
-                 has);
+                 "load%s",
+                 has, why_a);
         if (extra > 1)
             snprintf(a + strlen(a), sizeof a - strlen(a), " (and %zu more)",
                      extra - 1);
     }
     if (missing) {
         snprintf(b, sizeof b,
-                 "this configuration has %s, which the checkpoint lacks",
-                 lack);
+                 "this configuration has %s, which the checkpoint lacks%s",
+                 lack, why_b);
         if (missing > 1)
             snprintf(b + strlen(b), sizeof b - strlen(b), " (and %zu more)",
                      missing - 1);
     }
-    return rs_error(ctx, RNGSNAP_E_MISMATCH, "%s: %s%s%s; nothing restored",
-                    path, a, extra && missing ? "; " : "", b);
+    return rs_error(ctx, RNGSNAP_E_MISMATCH, "%s: %s%s%s; nothing restored "
+                    "(configuration %s)", path, a,
+                    extra && missing ? "; " : "", b, ctx->ini_path);
 }
 
 /* Format and size of every stream state, then the plugin's own check. */
@@ -360,15 +447,18 @@ static int check_states(struct rngsnap *ctx, const char *path,
         const rngsnap_file_section *sec = &v->sections[smap[e]].pub;
         if (sec->state_format != vt->state_format
             || sec->state_size != vt->state_size) {
-            char label[600];
+            char label[600], fa[32], fb[32];
             rs_stream_label(s, label, sizeof label);
             return rs_error(ctx, RNGSNAP_E_MISMATCH,
-                            "%s: section %u (%s): state format 0x%08x of %zu "
-                            "bytes, but plugin %s uses format 0x%08x of %u "
-                            "bytes; nothing restored",
-                            path, smap[e], label, sec->state_format,
+                            "%s: section %u (%s): state format %s of %zu "
+                            "bytes, but plugin %s (%s) uses format %s of %u "
+                            "bytes; nothing restored (configuration %s)",
+                            path, smap[e], label,
+                            rs_format_id(sec->state_format, fa, sizeof fa),
                             sec->state_size, s->backend->name,
-                            vt->state_format, vt->state_size);
+                            s->backend->plugin_path,
+                            rs_format_id(vt->state_format, fb, sizeof fb),
+                            vt->state_size, ctx->ini_path);
         }
     }
     for (size_t e = 0; e < ctx->nstreams; e++) {
@@ -571,9 +661,13 @@ int rs_load_image(struct rngsnap *ctx, const char *path, const uint8_t *buf,
     if (v.header.rank != ctx->rank || v.header.world_size != ctx->world_size) {
         rc = rs_error(ctx, RNGSNAP_E_MISMATCH,
                       "%s: checkpoint is rank %d of %d, this process is rank "
-                      "%d of %d; nothing restored",
+                      "%d of %d; nothing restored (configuration %s). Each "
+                      "rank loads the file its own rank saved, with the "
+                      "same world size: check the launcher's RANK/"
+                      "WORLD_SIZE (or OMPI_COMM_WORLD_*, PMI_*) or "
+                      "rngsnap_set_rank, and which file this rank opens",
                       path, (int)v.header.rank, (int)v.header.world_size,
-                      ctx->rank, ctx->world_size);
+                      ctx->rank, ctx->world_size, ctx->ini_path);
         goto out;
     }
     /* One scratch block: entry -> section maps, then state backups. */
@@ -587,6 +681,8 @@ int rs_load_image(struct rngsnap *ctx, const char *path, const uint8_t *buf,
     rc = match_sections(ctx, path, &v, smap, amap);
     if (!rc)
         rc = check_states(ctx, path, &v, smap);
+    if (!rc)
+        warn_if_reordered(ctx, path, &v, smap);
     if (!rc) {
         /* Draws on other threads wait while the states change, and see
          * the gate open only with the loaded states in place. */

@@ -166,15 +166,19 @@ static void backend_on_one_side_only(void **state)
     refused(ini(MD_A MD2_X), ckpt("a.ckpt"), RNGSNAP_E_MISMATCH,
             "this configuration has multidev2:0/x, which the checkpoint "
             "lacks (and 1 more)");
-    refused(ini(MD_A), ckpt("ab.ckpt"), RNGSNAP_E_MISMATCH,
-            "checkpoint has multidev2:0/x, which this configuration does not "
-            "load");
+    const char *only_a = ini(MD_A);
+    char text[1200];
+    snprintf(text, sizeof text, "checkpoint has multidev2:0/x, which this "
+             "configuration does not load (no [backend.multidev2] in this "
+             "configuration) (and 1 more); nothing restored (configuration "
+             "%s)", only_a);
+    refused(only_a, ckpt("ab.ckpt"), RNGSNAP_E_MISMATCH, text);
     /* one device fewer */
     refused(ini("[backend.multidev]\nplugin = rngsnap_multidev\n"
                 "streams = a, b\ndevices = 2\n\n"),
             ckpt("a.ckpt"), RNGSNAP_E_MISMATCH,
             "checkpoint has multidev:2/a, which this configuration does not "
-            "load");
+            "load (backend multidev has 2 devices here) (and 1 more)");
     /* a stream renamed: both sides named */
     refused(ini("[backend.multidev]\nplugin = rngsnap_multidev\n"
                 "streams = a, c\ndevices = 3\n\n"),
@@ -183,15 +187,86 @@ static void backend_on_one_side_only(void **state)
             "load (and 2 more); this configuration has multidev:0/c");
 }
 
+/* An optional backend present on the node that saved and absent on the
+ * one that resumes, and the other way round: the message says so and
+ * what to do. */
+#define MD2_OPTIONAL(devices)                                        \
+    "[backend.multidev2]\nplugin = rngsnap_multidev2\nstreams = x\n" \
+    "required = false\ndevices = " devices "\n\n"
+
+static void optional_backend_on_one_node_only(void **state)
+{
+    (void)state;
+    save_with(ini(MD_A MD2_OPTIONAL("2")), ckpt("with2.ckpt"));
+    save_with(ini(MD_A), ckpt("without2.ckpt"));
+    refused(ini(MD_A MD2_OPTIONAL("0")), ckpt("with2.ckpt"),
+            RNGSNAP_E_MISMATCH,
+            "checkpoint has multidev2:0/x, which this configuration does not "
+            "load (backend multidev2 is optional, 'required = false', and "
+            "was skipped here: devices = 0 in rng.ini; it was present where "
+            "the checkpoint was written: resume where the same backends are "
+            "present as where the checkpoint was written, or set 'required "
+            "= true' so that a node without it stops at rngsnap_open instead "
+            "of at the load) (and 1 more); nothing restored");
+    refused(ini(MD_A MD2_OPTIONAL("2")), ckpt("without2.ckpt"),
+            RNGSNAP_E_MISMATCH,
+            "this configuration has multidev2:0/x, which the checkpoint "
+            "lacks (backend multidev2 is optional, 'required = false', and "
+            "present here, so it was probably absent where the checkpoint "
+            "was written: resume where");
+}
+
+/* Load ckpt into a context of ini_path with warnings on stderr; returns
+ * what was written there (static buffer). */
+static const char *load_warnings(const char *ini_path, const char *file)
+{
+    static char out[4096];
+    char log[1024];
+    snprintf(log, sizeof log, "%s", ckpt("stderr.txt"));
+    rngsnap *ctx = ct_open(ini_path, 0);
+    setenv("RNGSNAP_LOG", "warn", 1);
+    fflush(stderr);
+    int saved = dup(2);
+    FILE *cap = fopen(log, "w");
+    assert_non_null(cap);
+    dup2(fileno(cap), 2);
+    int rc = rngsnap_load(ctx, file, 0);
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    fclose(cap);
+    unsetenv("RNGSNAP_LOG");
+    if (rc)
+        fail_msg("load: %s", rngsnap_errmsg(ctx));
+    rngsnap_close(ctx);
+    FILE *f = fopen(log, "r");
+    assert_non_null(f);
+    size_t n = fread(out, 1, sizeof out - 1, f);
+    fclose(f);
+    out[n] = '\0';
+    return out;
+}
+
 /* Sections in another order than the registry (rng.ini reordered) still
- * match by key. */
+ * match by key, with a warning naming the first difference: a job that
+ * walks the registry by index would now draw from other streams. */
 static void order_of_backends_does_not_matter(void **state)
 {
     (void)state;
     save_with(ini(MD_A MD2_X), ckpt("order.ckpt"));
-    rngsnap *ctx = ct_open(ini(MD2_X MD_A), 0);
-    assert_int_equal(rngsnap_load(ctx, ckpt("order.ckpt"), 0), 0);
-    rngsnap_close(ctx);
+    const char *swapped = ini(MD2_X MD_A);
+    const char *out = load_warnings(swapped, ckpt("order.ckpt"));
+    char want[1500];
+    snprintf(want, sizeof want, "rngsnap warn: load %s: the checkpoint's "
+             "entries are in another order than this registry (%s): entry "
+             "%zu is multidev:0/a in the checkpoint but multidev2:0/x here; "
+             "restored by name, but a job that walks the registry by index "
+             "(rngsnap_stream_at) now draws from other streams than the job "
+             "that saved\n", ckpt("order.ckpt"), swapped, ncpu());
+    assert_string_equal(out, want);
+    /* The same order: no warning. */
+    assert_string_equal(load_warnings(ini(MD_A MD2_X), ckpt("order.ckpt")),
+                        "");
 }
 
 static void rank_mismatch(void **state)
@@ -209,7 +284,11 @@ static void rank_mismatch(void **state)
     ct_snap before = ct_take(ctx);
     assert_int_equal(rngsnap_load(ctx, ckpt("r1of4.ckpt"), 0),
                      RNGSNAP_E_MISMATCH);
-    assert_msg(ctx, "checkpoint is rank 1 of 4, this process is rank 0 of 2");
+    assert_msg(ctx, "checkpoint is rank 1 of 4, this process is rank 0 of 2; "
+                    "nothing restored (configuration ");
+    assert_msg(ctx, "Each rank loads the file its own rank saved, with the "
+                    "same world size: check the launcher's RANK/WORLD_SIZE "
+                    "(or OMPI_COMM_WORLD_*, PMI_*) or rngsnap_set_rank");
     ct_snap after = ct_take(ctx);
     assert_true(ct_snap_equal(before, after));
     /* same rank, other world size */
@@ -552,7 +631,11 @@ static void state_format_and_plugin_check(void **state)
     size_t first_md = ncpu(); /* cpu sections come first */
     tamper(ckpt("fmt.ckpt"), ckpt("fmt2.ckpt"), first_md + 1, 0, 0x32564d44);
     refused(cfg, ckpt("fmt2.ckpt"), RNGSNAP_E_MISMATCH,
-            "(multidev:0/b): state format 0x32564d44");
+            "(multidev:0/b): state format \"DMV2\" (0x32564d44) of 16 "
+            "bytes, but plugin multidev (");
+    refused(cfg, ckpt("fmt2.ckpt"), RNGSNAP_E_MISMATCH,
+            "rngsnap_multidev.so) uses format \"MDV1\" (0x3156444d) of 16 "
+            "bytes; nothing restored (configuration ");
     /* the plugin's validate_state refuses an all-zero xorshift state */
     tamper(ckpt("fmt.ckpt"), ckpt("zero.ckpt"), first_md + 3, 1, 0);
     refused(cfg, ckpt("zero.ckpt"), RNGSNAP_E_CORRUPT, "multidev:1/b");
@@ -633,6 +716,7 @@ int main(void)
         cmocka_unit_test(all_backends_saved_and_restored),
         cmocka_unit_test(backend_on_one_side_only),
         cmocka_unit_test(order_of_backends_does_not_matter),
+        cmocka_unit_test(optional_backend_on_one_node_only),
         cmocka_unit_test(rank_mismatch),
         cmocka_unit_test(set_state_failure_rolls_back),
         cmocka_unit_test(half_done_set_state_rolls_back),
