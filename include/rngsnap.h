@@ -10,6 +10,28 @@
  * from the list below; rngsnap_errmsg() gives the detailed message of the
  * last error on a context (which file, line, section, backend, what was
  * expected).
+ *
+ * Threads.  One context may be used from many threads at once:
+ *  - draws (rngsnap_generate, rngsnap_reserve, rngsnap_stream_position)
+ *    on DIFFERENT streams run in parallel, each stream behind its own
+ *    lock (no lock shared between streams: an uncontended draw costs one
+ *    atomic exchange more);
+ *  - two threads on the SAME stream are serialised, not refused: each
+ *    call is whole, and the words they get together are exactly the
+ *    stream's next words, in the order the calls took the lock;
+ *  - rngsnap_seed_all, rngsnap_save, rngsnap_load, rngsnap_register_state
+ *    and rngsnap_set_rank are serialised with each other; save, load and
+ *    seed_all hold every stream's lock while they read or set states, so
+ *    a save while other threads draw records every stream at a position
+ *    reached by whole calls, and a draw never sees half a load (its file
+ *    I/O runs with the streams unlocked);
+ *  - rngsnap_errmsg(ctx) gives the CALLING thread's last message on ctx
+ *    (each thread keeps its messages of the 8 contexts it failed on most
+ *    recently);
+ *  - rngsnap_close must not run while another thread uses the context or
+ *    any of its stream handles; rngsnap_open of several contexts at once
+ *    is safe.
+ * Plugins see the matching contract (docs/plugin-guide.md, "Threads").
  */
 #ifndef RNGSNAP_H
 #define RNGSNAP_H

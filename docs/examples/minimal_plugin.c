@@ -83,6 +83,19 @@ static int m_check_keys(const rngsnap_host *host)
     return RNGSNAP_OK;
 }
 
+/* The rng.ini line of this plugin's option key (0 if absent). */
+static int m_option_line(const rngsnap_host *host, const char *key)
+{
+    for (size_t i = 0; i < host->option_count(host); i++) {
+        const char *k = NULL;
+        int line = 0;
+        host->option_at(host, i, &k, NULL, &line);
+        if (strcmp(k, key) == 0)
+            return line;
+    }
+    return 0;
+}
+
 static int m_open(const rngsnap_host *host, void **bctx)
 {
     int rc = m_check_keys(host);
@@ -100,7 +113,10 @@ static int m_open(const rngsnap_host *host, void **bctx)
         char *end;
         long n = strtol(v, &end, 10);
         if (*end || n < 0 || n > 8) {
-            host->error(host, "option devices = '%s': want 0..8", v);
+            host->error(host, "%s:%d: devices = '%s' in [backend.%s]: want "
+                        "a whole number 0..8", host->ini_path,
+                        m_option_line(host, "devices"), v,
+                        host->backend_name);
             free(c);
             return RNGSNAP_E_CONFIG;
         }

@@ -90,6 +90,17 @@ static void test_listed_keys(void **state)
             "'required'? (this section takes plugin, required, streams, "
             "devices)");
 
+    /* A bad value is the plugin's to refuse, with FILE:LINE (the guide's
+     * option-error contract) behind the core's "backend NAME (PATH): ". */
+    const char *ini = write_ini("[backend.minimal]\nstreams = a\n"
+                                "devices = 9\n");
+    const char *msg = th_open_fails(ini, 0, RNGSNAP_E_CONFIG);
+    char want_value[8192];
+    snprintf(want_value, sizeof want_value, "): %s:5: devices = '9' in "
+             "[backend.minimal]: want a whole number 0..8", ini);
+    th_contains(msg, "backend minimal (");
+    th_contains(msg, want_value);
+
     /* Every listed key is taken. */
     accepted("[backend.cpu]\nplugin = rngsnap_cpu\nrequired = true\n"
              "streams = a\nthreads = 1\nisa = scalar\n"
