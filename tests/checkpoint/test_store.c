@@ -515,16 +515,22 @@ static void short_reads_and_eintr(void **state)
     free(data);
 }
 
+/* A context of two multidev devices with streams a and b, for the tests
+ * that save and load through the public API. */
+static rngsnap *open_multidev(const fixture *fx)
+{
+    return ct_open(ct_write_ini(fx->dir, "rng.ini",
+                                "[backend.multidev]\n"
+                                "plugin = rngsnap_multidev\n"
+                                "streams = a, b\ndevices = 2\n"), 0);
+}
+
 /* The same through the public API: a load and a file_open over reads
  * of 5 bytes, interrupted once, restore bit-exact. */
 static void load_over_short_reads(void **state)
 {
     fixture *fx = *state;
-    const char *ini = ct_write_ini(fx->dir, "rng.ini",
-                                   "[backend.multidev]\n"
-                                   "plugin = rngsnap_multidev\n"
-                                   "streams = a, b\ndevices = 2\n");
-    rngsnap *ctx = ct_open(ini, 0);
+    rngsnap *ctx = open_multidev(fx);
     const char *ck = ct_path(fx->dir, "run.ckpt");
     assert_int_equal(rngsnap_seed_all(ctx, 7), 0);
     free(ct_draw_all(ctx, 3));
@@ -859,11 +865,7 @@ static void long_name(void **state)
 static void save_failure_keeps_previous_checkpoint(void **state)
 {
     fixture *fx = *state;
-    const char *ini = ct_write_ini(fx->dir, "rng.ini",
-                                   "[backend.multidev]\n"
-                                   "plugin = rngsnap_multidev\n"
-                                   "streams = a, b\ndevices = 2\n");
-    rngsnap *ctx = ct_open(ini, 0);
+    rngsnap *ctx = open_multidev(fx);
     const char *ck = ct_path(fx->dir, "run.ckpt");
     assert_int_equal(rngsnap_seed_all(ctx, 1), 0);
     assert_int_equal(rngsnap_save(ctx, ck, 0), 0);
@@ -894,11 +896,7 @@ static void save_failure_keeps_previous_checkpoint(void **state)
 static void save_durability_unconfirmed(void **state)
 {
     fixture *fx = *state;
-    const char *ini = ct_write_ini(fx->dir, "rng.ini",
-                                   "[backend.multidev]\n"
-                                   "plugin = rngsnap_multidev\n"
-                                   "streams = a, b\ndevices = 2\n");
-    rngsnap *ctx = ct_open(ini, 0);
+    rngsnap *ctx = open_multidev(fx);
     const char *ck = ct_path(fx->dir, "run.ckpt");
     assert_int_equal(rngsnap_seed_all(ctx, 1), 0);
     assert_int_equal(rngsnap_save(ctx, ck, 0), 0);
