@@ -72,8 +72,7 @@ typedef struct rs_thread_msgs {
 static _Thread_local rs_thread_msgs *rs_msgs;
 /* Where a message goes when this thread's block cannot be allocated. */
 static _Thread_local char rs_msg_lost[RS_ERRMSG_MAX];
-/* Messages this thread has set, on any context: rs_error_mark(). */
-static _Thread_local unsigned long rs_msg_count;
+_Thread_local unsigned long rs_msg_count RS_TLS_FAST;
 
 static atomic_uint_fast64_t rs_next_ctx_id = 1;
 static pthread_once_t rs_msgs_once = PTHREAD_ONCE_INIT;
@@ -130,11 +129,6 @@ void rs_error_clear(const struct rngsnap *ctx)
     rs_msg_slot *slot = find_slot(ctx);
     if (slot)
         slot->text[0] = '\0';
-}
-
-unsigned long rs_error_mark(void)
-{
-    return rs_msg_count;
 }
 
 const char *rs_error_since(const struct rngsnap *ctx, unsigned long mark)

@@ -21,8 +21,21 @@ char *rs_errbuf(const struct rngsnap *ctx);
 void rs_error_clear(const struct rngsnap *ctx);
 /* Plugin calls: take a mark before the call; after a failure,
  * rs_error_since gives the message the plugin set on ctx through
- * host->error since the mark, or NULL when it set none. */
-unsigned long rs_error_mark(void);
+ * host->error since the mark, or NULL when it set none.  The mark is read
+ * before every draw, so its counter uses the initial-exec TLS model (one
+ * load through %fs, no __tls_get_addr call; 8 bytes of the static TLS
+ * that glibc keeps for libraries opened later, e.g. by Python). */
+#if defined(__GNUC__)
+#define RS_TLS_FAST __attribute__((tls_model("initial-exec")))
+#else
+#define RS_TLS_FAST
+#endif
+/* Messages this thread has set, on any context. */
+extern _Thread_local unsigned long rs_msg_count RS_TLS_FAST;
+static inline unsigned long rs_error_mark(void)
+{
+    return rs_msg_count;
+}
 const char *rs_error_since(const struct rngsnap *ctx, unsigned long mark);
 
 /* Copy ctx's message into this thread's open error (a failed open hands
