@@ -110,8 +110,10 @@ int rs_check_usable(struct rngsnap *ctx)
     for (size_t i = 0; i < ctx->nbackends; i++) {
         const rs_backend *b = &ctx->backends[i];
         if (b->required && !b->available)
+            /* The reason says which: no device, or a plugin that could
+             * not be loaded (a probe-only open goes on past both). */
             return rs_error(ctx, RNGSNAP_E_UNAVAILABLE, "required backend "
-                            "%s has no device (%s); this context was opened "
+                            "%s is unavailable: %s; this context was opened "
                             "with RNGSNAP_PROBE_ONLY and can only list",
                             b->name, b->reason ? b->reason : "no reason");
     }
