@@ -79,11 +79,18 @@ static pthread_once_t rs_msgs_once = PTHREAD_ONCE_INIT;
 static pthread_key_t rs_msgs_key;
 static int rs_msgs_key_ok;
 
+/* A thread's block, when the thread exits; a later error in another
+ * exit handler of the thread starts a new block (freed by nobody). */
+static void rs_msgs_free(void *block)
+{
+    free(block);
+    rs_msgs = NULL;
+}
+
 static void rs_msgs_key_create(void)
 {
-    /* The key exists only for its destructor: free a thread's block when
-     * the thread exits. */
-    rs_msgs_key_ok = pthread_key_create(&rs_msgs_key, free) == 0;
+    /* The key exists only for its destructor. */
+    rs_msgs_key_ok = pthread_key_create(&rs_msgs_key, rs_msgs_free) == 0;
 }
 
 uint64_t rs_new_ctx_id(void)
