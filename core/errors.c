@@ -80,7 +80,8 @@ static pthread_key_t rs_msgs_key;
 static int rs_msgs_key_ok;
 
 /* A thread's block, when the thread exits; a later error in another
- * exit handler of the thread starts a new block (freed by nobody). */
+ * exit handler of the thread starts a new block, which the destructor
+ * round that glibc runs again then frees. */
 static void rs_msgs_free(void *block)
 {
     free(block);
