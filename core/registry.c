@@ -25,6 +25,10 @@ static const struct {
     [RNGSNAP_F64] = {"f64", sizeof(double)},
     [RNGSNAP_NORMAL_F32] = {"normal_f32", sizeof(float)},
     [RNGSNAP_NORMAL_F64] = {"normal_f64", sizeof(double)},
+    [RNGSNAP_CURAND_UNIFORM_F32] = {"curand_uniform_f32", sizeof(float)},
+    [RNGSNAP_CURAND_UNIFORM_F64] = {"curand_uniform_f64", sizeof(double)},
+    [RNGSNAP_CURAND_NORMAL_F32] = {"curand_normal_f32", sizeof(float)},
+    [RNGSNAP_CURAND_NORMAL_F64] = {"curand_normal_f64", sizeof(double)},
 };
 
 size_t rngsnap_dist_size(rngsnap_dist dist)

@@ -101,9 +101,15 @@ typedef enum rngsnap_dist {
     RNGSNAP_F32 = 2,        /* float  uniform in [0,1), one word each        */
     RNGSNAP_F64 = 3,        /* double uniform in [0,1), two words each       */
     RNGSNAP_NORMAL_F32 = 4, /* float  standard normal                        */
-    RNGSNAP_NORMAL_F64 = 5  /* double standard normal                        */
+    RNGSNAP_NORMAL_F64 = 5, /* double standard normal                        */
+    /* cuRAND-exact (Philox4_32_10 device API at the same stream position,
+     * same words; docs/engine.md): */
+    RNGSNAP_CURAND_UNIFORM_F32 = 6, /* curand_uniform: float in (0,1], 1 word */
+    RNGSNAP_CURAND_UNIFORM_F64 = 7, /* curand_uniform_double: (0,1], 1 word  */
+    RNGSNAP_CURAND_NORMAL_F32 = 8,  /* curand_normal: pairs from 2 words     */
+    RNGSNAP_CURAND_NORMAL_F64 = 9   /* curand_normal_double: pairs, 4 words  */
 } rngsnap_dist;
-#define RNGSNAP_DIST_COUNT 6
+#define RNGSNAP_DIST_COUNT 10
 
 /* Where rngsnap_generate writes its output for a stream. */
 typedef enum rngsnap_memory {

@@ -29,6 +29,10 @@ static const px_unit px_units[RNGSNAP_DIST_COUNT] = {
     [RNGSNAP_F32] = {1, 1, 4},        [RNGSNAP_F64] = {2, 1, 8},
     [RNGSNAP_NORMAL_F32] = {2, 2, 4}, /* Box-Muller pair from 2 words */
     [RNGSNAP_NORMAL_F64] = {4, 2, 8}, /* Box-Muller pair from 4 words */
+    [RNGSNAP_CURAND_UNIFORM_F32] = {1, 1, 4},
+    [RNGSNAP_CURAND_UNIFORM_F64] = {1, 1, 8}, /* one word, as cuRAND */
+    [RNGSNAP_CURAND_NORMAL_F32] = {2, 2, 4},
+    [RNGSNAP_CURAND_NORMAL_F64] = {4, 2, 8},
 };
 
 uint64_t philox_words_for(rngsnap_dist dist, size_t n)
@@ -113,33 +117,12 @@ static void px_convert_units(rngsnap_dist dist, const uint32_t *w,
         size_t keep = vals - i * u->values;
         if (keep > u->values)
             keep = u->values;
-        switch (dist) {
-        case RNGSNAP_U32:
-        case RNGSNAP_U64:
+        if (dist == RNGSNAP_U32 || dist == RNGSNAP_U64) {
             memcpy(o, x, u->size);
-            break;
-        case RNGSNAP_F32: {
-            float f = px_u32_to_f32(x[0]);
-            memcpy(o, &f, 4);
-            break;
-        }
-        case RNGSNAP_F64: {
-            double d = px_u64_to_f64(px_words_to_u64(x[0], x[1]));
-            memcpy(o, &d, 8);
-            break;
-        }
-        case RNGSNAP_NORMAL_F32: {
-            float z[2];
-            px_normal_f32(x[0], x[1], &z[0], &z[1]);
-            memcpy(o, z, keep * 4);
-            break;
-        }
-        case RNGSNAP_NORMAL_F64: {
-            double z[2];
-            px_normal_f64(x[0], x[1], x[2], x[3], &z[0], &z[1]);
-            memcpy(o, z, keep * 8);
-            break;
-        }
+        } else {
+            double z[2]; /* room for one unit of any dist */
+            px_convert_unit(dist, x, z);
+            memcpy(o, z, keep * u->size);
         }
     }
 }

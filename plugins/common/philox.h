@@ -27,7 +27,8 @@ void philox4x32_10(const uint32_t ctr[4], const uint32_t key[2],
 uint64_t philox_words_for(rngsnap_dist dist, size_t n);
 
 /* The indivisible group of a dist: unit_words words make unit_values
- * values (U32/F32 1:1, U64/F64 2:1, NORMAL_F32 2:2, NORMAL_F64 4:2).
+ * values (U32/F32 1:1, U64/F64 2:1, NORMAL_F32 2:2, NORMAL_F64 4:2;
+ * CURAND_UNIFORM_F32/F64 1:1, CURAND_NORMAL_F32 2:2, CURAND_NORMAL_F64 4:2).
  * Any split of a fill at unit boundaries gives the same values as the
  * whole fill (how the cpu plugin splits work across threads). */
 unsigned philox_unit_words(rngsnap_dist dist);

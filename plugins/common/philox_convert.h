@@ -240,6 +240,23 @@ RNGSNAP_HOSTDEV void px_sincos_kernel(double a, double *s, double *c)
         *(co) = ((q_ + 1u) & 2u) ? -*(co) : *(co);                    \
     } while (0)
 
+/* sin and cos of q*pi/2 + a, |a| <= pi/4 (q taken mod 4). */
+RNGSNAP_HOSTDEV void px_sincosf_quarter(uint32_t q, float a, float *so,
+                                        float *co)
+{
+    float s, c;
+    px_sincosf_kernel(a, &s, &c);
+    PX_QUADRANT(q, s, c, so, co);
+}
+
+RNGSNAP_HOSTDEV void px_sincos_quarter(uint32_t q, double a, double *so,
+                                       double *co)
+{
+    double s, c;
+    px_sincos_kernel(a, &s, &c);
+    PX_QUADRANT(q, s, c, so, co);
+}
+
 /* Two standard normal floats from two words (one pair).
  * u1 = w0 * 2^-32 + 2^-33 in (0, 1] (cuRAND's curand_uniform formula),
  * theta = 2*pi * (w1 >> 8) * 2^-24, reduced exactly to a quadrant q and
@@ -255,9 +272,8 @@ RNGSNAP_HOSTDEV void px_normal_f32(uint32_t w0, uint32_t w1, float *z0,
     int32_t ri = (int32_t)i - (int32_t)(q << 22); /* [-2^21, 2^21)    */
     float a = PX_FMUL(PX_FMUL((float)ri, 0x1p-22f),
                       1.57079632679489661923f /* pi/2 */);
-    float s, c, so, co;
-    px_sincosf_kernel(a, &s, &c);
-    PX_QUADRANT(q, s, c, &so, &co);
+    float so, co;
+    px_sincosf_quarter(q, a, &so, &co);
     *z0 = PX_FMUL(r, co);
     *z1 = PX_FMUL(r, so);
 }
@@ -276,11 +292,70 @@ RNGSNAP_HOSTDEV void px_normal_f64(uint32_t w0, uint32_t w1, uint32_t w2,
     int64_t ri = (int64_t)i - (int64_t)(q << 51); /* [-2^50, 2^50) */
     double a = PX_DMUL(PX_DMUL((double)ri, 0x1p-51),
                        1.57079632679489661923 /* pi/2 */);
-    double s, c, so, co;
-    px_sincos_kernel(a, &s, &c);
-    PX_QUADRANT((uint32_t)q, s, c, &so, &co);
+    double so, co;
+    px_sincos_quarter((uint32_t)q, a, &so, &co);
     *z0 = PX_DMUL(r, co);
     *z1 = PX_DMUL(r, so);
+}
+
+/* ---- cuRAND-exact conversions (curand_uniform.h, curand_normal.h) ------- */
+
+/* curand_uniform(): w * 2^-32 + 2^-33 in float, in (0, 1].  The product is
+ * exact, so cuRAND's FMA-contracted device form gives the same bits. */
+RNGSNAP_HOSTDEV float px_curand_uniform(uint32_t w)
+{
+    return PX_FADD(PX_FMUL(PX_U32_TO_F(w), 0x1p-32f), 0x1p-33f);
+}
+
+/* curand_uniform_double() for Philox4_32_10 takes ONE word:
+ * w * 2^-32 + 2^-32, in (0, 1], exact. */
+RNGSNAP_HOSTDEV double px_curand_uniform_double(uint32_t w)
+{
+    return PX_DADD(PX_DMUL((double)w, 0x1p-32), 0x1p-32);
+}
+
+/* curand_normal() pair (_curand_box_muller): u = curand_uniform(w0),
+ * angle v = 2 pi (w1 + 1/2) / 2^32, z0 = r sin v, z1 = r cos v (cuRAND's
+ * order), r = sqrt(-2 ln u).  cuRAND rounds v to a float before its fast
+ * __sincosf; here v is reduced exactly: t = 2 w1 + 1 of 2^33 per turn. */
+RNGSNAP_HOSTDEV void px_curand_normal_f32(uint32_t w0, uint32_t w1,
+                                          float *z0, float *z1)
+{
+    float r = PX_FSQRT(PX_FMUL(-2.0f, px_logf(px_curand_uniform(w0))));
+    uint64_t t = 2 * (uint64_t)w1 + 1;
+    uint32_t q = (uint32_t)((t + (1ull << 30)) >> 31); /* quarter turns */
+    int32_t ri = (int32_t)((int64_t)t - ((int64_t)q << 31)); /* odd */
+    float a = PX_FMUL(PX_FMUL((float)ri, 0x1p-31f),
+                      1.57079632679489661923f /* pi/2 */);
+    float so, co;
+    px_sincosf_quarter(q, a, &so, &co);
+    *z0 = PX_FMUL(r, so);
+    *z1 = PX_FMUL(r, co);
+}
+
+/* curand_normal_double() pair (_curand_box_muller_double) from four words:
+ * u = zx * 2^-53 + 2^-54, v = zy * 2^-52 + 2^-53 (both rounded as cuRAND
+ * does), zx = w0 ^ w1 << 21, zy = w2 ^ w3 << 21; z0 = r sin(pi v),
+ * z1 = r cos(pi v).  v * 2^53 is an integer below 2^54 + 1: the angle is
+ * reduced exactly from it, so only ln, sin, cos and sqrt round. */
+RNGSNAP_HOSTDEV void px_curand_normal_f64(uint32_t w0, uint32_t w1,
+                                          uint32_t w2, uint32_t w3,
+                                          double *z0, double *z1)
+{
+    uint64_t zx = (uint64_t)w0 ^ (uint64_t)w1 << 21;
+    uint64_t zy = (uint64_t)w2 ^ (uint64_t)w3 << 21;
+    double u = PX_DADD(PX_DMUL((double)(int64_t)zx, 0x1p-53), 0x1p-54);
+    double r = PX_DSQRT(PX_DMUL(-2.0, px_log(u)));
+    double v = PX_DADD(PX_DMUL((double)(int64_t)zy, 0x1p-52), 0x1p-53);
+    uint64_t t = (uint64_t)PX_DMUL(v, 0x1p53); /* exact, 2^54 per turn */
+    uint64_t q = (t + (1ull << 51)) >> 52;
+    int64_t ri = (int64_t)t - (int64_t)(q << 52); /* [-2^51, 2^51] */
+    double a = PX_DMUL(PX_DMUL((double)ri, 0x1p-52),
+                       1.57079632679489661923 /* pi/2 */);
+    double so, co;
+    px_sincos_quarter((uint32_t)q, a, &so, &co);
+    *z0 = PX_DMUL(r, so);
+    *z1 = PX_DMUL(r, co);
 }
 
 #endif /* RNGSNAP_PHILOX_CONVERT_H */

@@ -27,7 +27,8 @@ typedef struct px_ctr {
 } px_ctr;
 
 /* Write nblocks whole blocks as values of dist: per block 4 x U32/F32,
- * 2 x U64/F64, 4 x NORMAL_F32 (pairs (w0,w1), (w2,w3)), 2 x NORMAL_F64.
+ * 2 x U64/F64, 4 x NORMAL_F32 (pairs (w0,w1), (w2,w3)), 2 x NORMAL_F64;
+ * the CURAND_* dists likewise (4 x CURAND_UNIFORM_F64: 32 bytes).
  * nt: the caller allows non-temporal stores (large output). */
 typedef void (*px_fill_fn)(rngsnap_dist dist, const px_ctr *c, void *out,
                            size_t nblocks, int nt);

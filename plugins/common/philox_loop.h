@@ -12,6 +12,40 @@
 #include "philox_convert.h"
 #include "philox_isa.h"
 
+/* One unit of a converted dist (not U32/U64) from its words x into out. */
+static inline void px_convert_unit(rngsnap_dist dist, const uint32_t *x,
+                                   void *out)
+{
+    float *f = out;
+    double *d = out;
+    switch (dist) {
+    case RNGSNAP_F32: f[0] = px_u32_to_f32(x[0]); break;
+    case RNGSNAP_F64: d[0] = px_u64_to_f64(px_words_to_u64(x[0], x[1])); break;
+    case RNGSNAP_NORMAL_F32: px_normal_f32(x[0], x[1], &f[0], &f[1]); break;
+    case RNGSNAP_NORMAL_F64:
+        px_normal_f64(x[0], x[1], x[2], x[3], &d[0], &d[1]);
+        break;
+    case RNGSNAP_CURAND_UNIFORM_F32: f[0] = px_curand_uniform(x[0]); break;
+    case RNGSNAP_CURAND_UNIFORM_F64:
+        d[0] = px_curand_uniform_double(x[0]);
+        break;
+    case RNGSNAP_CURAND_NORMAL_F32:
+        px_curand_normal_f32(x[0], x[1], &f[0], &f[1]);
+        break;
+    case RNGSNAP_CURAND_NORMAL_F64:
+        px_curand_normal_f64(x[0], x[1], x[2], x[3], &d[0], &d[1]);
+        break;
+    default: break;
+    }
+}
+
+/* Bytes of output one block of words makes (16 but for
+ * CURAND_UNIFORM_F64: one 8-byte value per word). */
+static inline size_t px_block_bytes(rngsnap_dist dist)
+{
+    return dist == RNGSNAP_CURAND_UNIFORM_F64 ? 32 : 16;
+}
+
 static inline void px_convert_loop(rngsnap_dist dist, const uint32_t *w,
                                    void *out, size_t nblocks)
 {
@@ -44,6 +78,13 @@ static inline void px_convert_loop(rngsnap_dist dist, const uint32_t *w,
         for (size_t i = 0; i < nblocks; i++)
             px_normal_f64(w[4 * i], w[4 * i + 1], w[4 * i + 2], w[4 * i + 3],
                           &d[2 * i], &d[2 * i + 1]);
+        break;
+    }
+    default: { /* the cuRAND-exact dists: unit by unit (scalar) */
+        unsigned uw = philox_unit_words(dist);
+        size_t ub = px_block_bytes(dist) * uw / 4; /* bytes per unit */
+        for (size_t i = 0; i < nw / uw; i++)
+            px_convert_unit(dist, w + i * uw, (char *)out + i * ub);
         break;
     }
     }
@@ -83,7 +124,7 @@ static inline void px_fill_dispatch(rngsnap_dist dist, const px_ctr *c,
             words(&cc, w, nb, 0);
             px_convert_loop(dist, w, o, nb);
             cc.block += nb;
-            o += nb * 16;
+            o += nb * px_block_bytes(dist);
             nblocks -= nb;
         }
         return;

@@ -25,7 +25,7 @@ void px_fill_scalar(rngsnap_dist dist, const px_ctr *c, void *out,
         }
         if (dst == w)
             px_convert_loop(dist, w, o, nb);
-        o += nb * 16; /* every dist: 16 bytes of output per block */
+        o += nb * px_block_bytes(dist);
         nblocks -= nb;
     }
 }

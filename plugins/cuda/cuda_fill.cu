@@ -7,7 +7,7 @@
  *
  * A "unit" is the group of W consecutive stream words that makes V values
  * (U32/F32: 1 word -> 1; U64/F64: 2 -> 1; NORMAL_F32: 2 -> 2; NORMAL_F64:
- * 4 -> 2), counted from the stream position, so a start in the middle of a
+ * 4 -> 2; the CURAND_* dists 1, 1, 2 -> 2 and 4 -> 2), counted from the stream position, so a start in the middle of a
  * block or at an odd word works.  Thread t owns Philox block B and makes
  * every unit whose first word lies in B; a unit that runs into block B+1
  * takes those words from the next lane (warp shuffle), the last lane
@@ -39,15 +39,16 @@ static cudaError_t launch(fill_args a, void *out)
     return cudaSuccess;
 }
 
-static const int unit_w[6] = {1, 2, 1, 2, 2, 4};
-static const int unit_v[6] = {1, 1, 1, 1, 2, 2};
+#define FILL_DISTS 10 /* RNGSNAP_DIST_COUNT */
+static const int unit_w[FILL_DISTS] = {1, 2, 1, 2, 2, 4, 1, 1, 2, 4};
+static const int unit_v[FILL_DISTS] = {1, 1, 1, 1, 2, 2, 1, 1, 2, 2};
 
 /* Called by cuda.c (C).  Returns 0, or -1 with err filled. */
 extern "C" int rs_cuda_fill(int device, uint64_t seed, uint64_t subsequence,
                             uint64_t offset, int dist, void *out, size_t n,
                             uint64_t words, char *err, size_t errlen)
 {
-    if (dist < 0 || dist > 5) {
+    if (dist < 0 || dist >= FILL_DISTS) {
         snprintf(err, errlen, "unknown distribution %d", dist);
         return -1;
     }
@@ -89,7 +90,11 @@ extern "C" int rs_cuda_fill(int device, uint64_t seed, uint64_t subsequence,
     case 2: e = launch<2>(a, out); break;
     case 3: e = launch<3>(a, out); break;
     case 4: e = launch<4>(a, out); break;
-    default: e = launch<5>(a, out); break;
+    case 5: e = launch<5>(a, out); break;
+    case 6: e = launch<6>(a, out); break;
+    case 7: e = launch<7>(a, out); break;
+    case 8: e = launch<8>(a, out); break;
+    default: e = launch<9>(a, out); break;
     }
     if (e != cudaSuccess) {
         snprintf(err, errlen, "fill kernel launch on device %d: %s",

@@ -33,6 +33,10 @@ template <> struct unit_shape<2> { enum { W = 1, V = 1 }; typedef float T; };
 template <> struct unit_shape<3> { enum { W = 2, V = 1 }; typedef double T; };
 template <> struct unit_shape<4> { enum { W = 2, V = 2 }; typedef float T; };
 template <> struct unit_shape<5> { enum { W = 4, V = 2 }; typedef double T; };
+template <> struct unit_shape<6> { enum { W = 1, V = 1 }; typedef float T; };
+template <> struct unit_shape<7> { enum { W = 1, V = 1 }; typedef double T; };
+template <> struct unit_shape<8> { enum { W = 2, V = 2 }; typedef float T; };
+template <> struct unit_shape<9> { enum { W = 4, V = 2 }; typedef double T; };
 
 template <int DIST>
 __host__ __device__ __forceinline__ void make_unit(const uint32_t *w,
@@ -49,6 +53,14 @@ template <> __host__ __device__ __forceinline__ void make_unit<4>(const uint32_t
 { px_normal_f32(w[0], w[1], &v[0], &v[1]); }
 template <> __host__ __device__ __forceinline__ void make_unit<5>(const uint32_t *w, double *v)
 { px_normal_f64(w[0], w[1], w[2], w[3], &v[0], &v[1]); }
+template <> __host__ __device__ __forceinline__ void make_unit<6>(const uint32_t *w, float *v)
+{ v[0] = px_curand_uniform(w[0]); }
+template <> __host__ __device__ __forceinline__ void make_unit<7>(const uint32_t *w, double *v)
+{ v[0] = px_curand_uniform_double(w[0]); }
+template <> __host__ __device__ __forceinline__ void make_unit<8>(const uint32_t *w, float *v)
+{ px_curand_normal_f32(w[0], w[1], &v[0], &v[1]); }
+template <> __host__ __device__ __forceinline__ void make_unit<9>(const uint32_t *w, double *v)
+{ px_curand_normal_f64(w[0], w[1], w[2], w[3], &v[0], &v[1]); }
 
 __host__ __device__ __forceinline__ void block_words(const fill_args &a, uint64_t b,
                                             uint32_t out[4])

@@ -115,7 +115,9 @@ void bench_note(const char *fmt, ...)
 /* ---- the fill --------------------------------------------------------- */
 
 static const char *const dist_names[RNGSNAP_DIST_COUNT] = {
-    "u32", "u64", "f32", "f64", "normal_f32", "normal_f64"};
+    "u32", "u64", "f32", "f64", "normal_f32", "normal_f64",
+    "curand_uniform_f32", "curand_uniform_f64", "curand_normal_f32",
+    "curand_normal_f64"};
 
 typedef struct fill_job {
     void *buf;

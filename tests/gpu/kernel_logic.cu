@@ -31,8 +31,15 @@ static void run_threads(const fill_args &a, void *out)
 
 int main(void)
 {
-    static const int W[6] = {1, 2, 1, 2, 2, 4}, V[6] = {1, 1, 1, 1, 2, 2};
-    static const size_t SZ[6] = {4, 8, 4, 8, 4, 8};
+    static const int W[] = {1, 2, 1, 2, 2, 4, 1, 1, 2, 4},
+                     V[] = {1, 1, 1, 1, 2, 2, 1, 1, 2, 2};
+    static const size_t SZ[] = {4, 8, 4, 8, 4, 8, 4, 8, 4, 8};
+    static void (*const run[])(const fill_args &, void *) = {
+        run_threads<0>, run_threads<1>, run_threads<2>, run_threads<3>,
+        run_threads<4>, run_threads<5>, run_threads<6>, run_threads<7>,
+        run_threads<8>, run_threads<9>};
+    static_assert(sizeof run / sizeof *run == RNGSNAP_DIST_COUNT,
+                  "a kernel per dist");
     static const uint64_t starts[] = {0, 1, 2, 3, 5, 6, 7, 4096 + 2,
                                       (4ull << 32) + 3, (4ull << 32) + 6};
     static const size_t counts[] = {1, 2, 3, 4, 5, 7, 8, 9, 31, 64, 127,
@@ -41,7 +48,7 @@ int main(void)
     unsigned char *got = (unsigned char *)malloc(cap),
                   *want = (unsigned char *)malloc(cap);
     long checks = 0, bad = 0;
-    for (int dist = 0; dist < 6; dist++)
+    for (int dist = 0; dist < RNGSNAP_DIST_COUNT; dist++)
         for (size_t si = 0; si < sizeof starts / sizeof *starts; si++)
             for (size_t ci = 0; ci < sizeof counts / sizeof *counts; ci++)
                 for (int shift = 0; shift < 2; shift++) {
@@ -67,14 +74,7 @@ int main(void)
                                "for dist %d\n", dist);
                         return 1;
                     }
-                    switch (dist) {
-                    case 0: run_threads<0>(a, out); break;
-                    case 1: run_threads<1>(a, out); break;
-                    case 2: run_threads<2>(a, out); break;
-                    case 3: run_threads<3>(a, out); break;
-                    case 4: run_threads<4>(a, out); break;
-                    default: run_threads<5>(a, out); break;
-                    }
+                    run[dist](a, out);
                     philox_generate(&st, (rngsnap_dist)dist, want, n);
                     int overrun = 0;
                     for (size_t k = 0; k < 64; k++)

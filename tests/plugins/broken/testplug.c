@@ -200,7 +200,9 @@ static int tp_generate(void *stream, rngsnap_dist dist, void *out, size_t n)
 {
     tp_stream *s = stream;
     size_t words = (dist == RNGSNAP_U64 || dist == RNGSNAP_F64
-                    || dist == RNGSNAP_NORMAL_F64) ? 2 : 1;
+                    || dist == RNGSNAP_NORMAL_F64
+                    || dist == RNGSNAP_CURAND_UNIFORM_F64
+                    || dist == RNGSNAP_CURAND_NORMAL_F64) ? 2 : 1;
     uint32_t *w = out; /* test plugin: raw words for every dist */
     for (size_t i = 0; i < n * words; i++)
         w[i] = tp_word(s, s->offset++);
