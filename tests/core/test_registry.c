@@ -251,7 +251,17 @@ static void test_dist_table(void **state)
         {RNGSNAP_F32, 4, "f32"},        {RNGSNAP_F64, 8, "f64"},
         {RNGSNAP_NORMAL_F32, 4, "normal_f32"},
         {RNGSNAP_NORMAL_F64, 8, "normal_f64"},
+        /* the names issue 11 fixed (tests outside the project use them) */
+        {RNGSNAP_CURAND_UNIFORM_F32, 4, "curand_uniform_f32"},
+        {RNGSNAP_CURAND_UNIFORM_F64, 8, "curand_uniform_f64"},
+        {RNGSNAP_CURAND_NORMAL_F32, 4, "curand_normal_f32"},
+        {RNGSNAP_CURAND_NORMAL_F64, 8, "curand_normal_f64"},
     };
+    /* the existing values never move */
+    assert_int_equal(RNGSNAP_NORMAL_F64, 5);
+    assert_int_equal(RNGSNAP_CURAND_UNIFORM_F32, 6);
+    assert_int_equal(RNGSNAP_CURAND_NORMAL_F64, 9);
+    assert_int_equal(RNGSNAP_DIST_COUNT, 10);
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
         assert_int_equal(rngsnap_dist_size(want[i].d), want[i].size);
         assert_string_equal(rngsnap_dist_name(want[i].d), want[i].name);

@@ -412,6 +412,29 @@ static void test_normal_odd_count(void **state)
     assert_true(a.offset == b.offset);
 }
 
+/* The cuRAND-exact dists use cuRAND's words: curand_uniform_double takes
+ * one word (8 bytes out of 4), an odd count of curand_normal(_double)
+ * uses the whole last pair (cuRAND's spare is dropped, not kept). */
+static void test_curand_word_use(void **state)
+{
+    (void)state;
+    assert_true(philox_words_for(RNGSNAP_CURAND_UNIFORM_F32, 5) == 5);
+    assert_true(philox_words_for(RNGSNAP_CURAND_UNIFORM_F64, 5) == 5);
+    assert_true(philox_words_for(RNGSNAP_CURAND_NORMAL_F32, 5) == 6);
+    assert_true(philox_words_for(RNGSNAP_CURAND_NORMAL_F64, 5) == 12);
+    static const rngsnap_dist nd[] = {RNGSNAP_CURAND_NORMAL_F32,
+                                      RNGSNAP_CURAND_NORMAL_F64};
+    for (size_t i = 0; i < 2; i++)
+        for (uint64_t off = 0; off < 5; off++) {
+            double all[6], odd[5]; /* room for either type */
+            rngsnap_philox a = {9, 3, off}, b = a;
+            philox_generate(&a, nd[i], all, 6);
+            philox_generate(&b, nd[i], odd, 5);
+            assert_memory_equal(all, odd, 5 * vsize(nd[i]));
+            assert_true(a.offset == b.offset);
+        }
+}
+
 /* ---- resume exactness, reserve, state ----------------------------------- */
 
 static void test_pieces_equal_whole(void **state)
@@ -578,6 +601,7 @@ int main(void)
         cmocka_unit_test(test_math_bounds),
         cmocka_unit_test(test_normals),
         cmocka_unit_test(test_normal_odd_count),
+        cmocka_unit_test(test_curand_word_use),
         cmocka_unit_test(test_pieces_equal_whole),
         cmocka_unit_test(test_stream_reserve_state),
         cmocka_unit_test(test_small_draws_cached),
