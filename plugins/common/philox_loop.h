@@ -80,11 +80,30 @@ static inline void px_convert_loop(rngsnap_dist dist, const uint32_t *w,
                           &d[2 * i], &d[2 * i + 1]);
         break;
     }
-    default: { /* the cuRAND-exact dists: unit by unit (scalar) */
-        unsigned uw = philox_unit_words(dist);
-        size_t ub = px_block_bytes(dist) * uw / 4; /* bytes per unit */
-        for (size_t i = 0; i < nw / uw; i++)
-            px_convert_unit(dist, w + i * uw, (char *)out + i * ub);
+    case RNGSNAP_CURAND_UNIFORM_F32: {
+        float *f = out;
+        for (size_t i = 0; i < nw; i++)
+            f[i] = px_curand_uniform(w[i]);
+        break;
+    }
+    case RNGSNAP_CURAND_UNIFORM_F64: {
+        double *d = out;
+        for (size_t i = 0; i < nw; i++)
+            d[i] = px_curand_uniform_double(w[i]);
+        break;
+    }
+    case RNGSNAP_CURAND_NORMAL_F32: {
+        float *f = out;
+        for (size_t i = 0; i < nw / 2; i++)
+            px_curand_normal_f32(w[2 * i], w[2 * i + 1], &f[2 * i],
+                                 &f[2 * i + 1]);
+        break;
+    }
+    case RNGSNAP_CURAND_NORMAL_F64: {
+        double *d = out;
+        for (size_t i = 0; i < nblocks; i++)
+            px_curand_normal_f64(w[4 * i], w[4 * i + 1], w[4 * i + 2],
+                                 w[4 * i + 3], &d[2 * i], &d[2 * i + 1]);
         break;
     }
     }

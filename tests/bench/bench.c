@@ -198,7 +198,7 @@ static void fill_row(const char *impl, const char *path, const char *dist,
              "\"impl\":\"%s\",\"path\":\"%s\",\"dist\":\"%s\",\"bytes\":%zu,"
              "\"threads\":1,\"gbps\":%.3f,\"vs_memset\":%.3f",
              impl, path, dist, bytes, gbps(bytes, s), memset_s / s);
-    snprintf(text, sizeof text, "%9s  %-22s %-11s %8.2f GB/s  %5.2fx memset",
+    snprintf(text, sizeof text, "%9s  %-22s %-18s %8.2f GB/s  %5.2fx memset",
              lab, impl, dist, gbps(bytes, s), memset_s / s);
     bench_row("fill", fields, text);
 }
@@ -262,12 +262,19 @@ static void bench_fill(void *buf)
         for (int isa = PHILOX_ISA_SCALAR; isa < PHILOX_ISA_COUNT; isa++) {
             if (isa == (int)best || !philox_isa_supported((philox_isa)isa))
                 continue;
-            j.dist = RNGSNAP_U32;
+            /* u32, and the cuRAND-exact dists (their own conversion) */
+            static const rngsnap_dist other[] = {
+                RNGSNAP_U32, RNGSNAP_CURAND_UNIFORM_F32,
+                RNGSNAP_CURAND_UNIFORM_F64, RNGSNAP_CURAND_NORMAL_F32,
+                RNGSNAP_CURAND_NORMAL_F64};
             j.isa = (philox_isa)isa;
             char impl[64];
             snprintf(impl, sizeof impl, "rngsnap %s", philox_isa_name(j.isa));
-            fill_row(impl, philox_isa_name(j.isa), "u32", bytes,
-                     bench_time(run_engine, &j), ms);
+            for (size_t k = 0; k < sizeof other / sizeof *other; k++) {
+                j.dist = other[k];
+                fill_row(impl, philox_isa_name(j.isa), dist_names[j.dist],
+                         bytes, bench_time(run_engine, &j), ms);
+            }
         }
         double t_ref = bench_time(run_ref_project, &j);
         fill_row("reference loop", "project flags", "u32", bytes, t_ref, ms);
