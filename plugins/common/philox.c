@@ -62,6 +62,9 @@ static const px_fill_fn px_fills[PHILOX_ISA_COUNT] = {
     [PHILOX_ISA_SCALAR] = px_fill_scalar,
     [PHILOX_ISA_AVX2] = px_fill_avx2,
     [PHILOX_ISA_AVX512] = px_fill_avx512,
+#if defined(__aarch64__)
+    [PHILOX_ISA_NEON] = px_fill_neon, /* philox_neon.c: aarch64 only */
+#endif
 };
 
 /* Non-temporal stores measured slower than plain ones on the machine of

@@ -15,9 +15,10 @@ typedef enum philox_isa {
     PHILOX_ISA_AUTO = 0,   /* RNGSNAP_PHILOX_ISA, else the best supported */
     PHILOX_ISA_SCALAR = 1, /* portable C                                  */
     PHILOX_ISA_AVX2 = 2,
-    PHILOX_ISA_AVX512 = 3  /* AVX-512 F/DQ/BW/VL                          */
+    PHILOX_ISA_AVX512 = 3, /* AVX-512 F/DQ/BW/VL                          */
+    PHILOX_ISA_NEON = 4    /* aarch64 Advanced SIMD                       */
 } philox_isa;
-#define PHILOX_ISA_COUNT 4
+#define PHILOX_ISA_COUNT 5
 
 /* Where a run of whole blocks starts: key, first block index, subsequence. */
 typedef struct px_ctr {
@@ -36,13 +37,15 @@ typedef void (*px_fill_fn)(rngsnap_dist dist, const px_ctr *c, void *out,
 void px_fill_scalar(rngsnap_dist, const px_ctr *, void *, size_t, int);
 void px_fill_avx2(rngsnap_dist, const px_ctr *, void *, size_t, int);
 void px_fill_avx512(rngsnap_dist, const px_ctr *, void *, size_t, int);
+/* Built on aarch64 hosts only (philox_neon.c). */
+void px_fill_neon(rngsnap_dist, const px_ctr *, void *, size_t, int);
 
 /* Convert whole blocks of words (4 per block) already in w: the shared
  * tail of every kernel for the normal distributions. */
 void px_convert_blocks(rngsnap_dist dist, const uint32_t *w, void *out,
                        size_t nblocks);
 
-/* "scalar", "avx2", "avx512", "auto"; NULL for a bad value. */
+/* "scalar", "avx2", "avx512", "neon", "auto"; NULL for a bad value. */
 const char *philox_isa_name(philox_isa isa);
 /* Parse a name ("auto" included); -1 when unknown. */
 int philox_isa_parse(const char *name);

@@ -1,7 +1,8 @@
 /*
  * philox_select.c - which ISA path runs: what the processor supports
  * (__builtin_cpu_supports, which also checks that the OS saves the
- * registers), and RNGSNAP_PHILOX_ISA=scalar|avx2|avx512|auto to force one.
+ * registers; NEON is always there on aarch64), and
+ * RNGSNAP_PHILOX_ISA=scalar|avx2|avx512|neon|auto to force one.
  * A forced path the processor lacks is an error, never a fallback.
  */
 #include <pthread.h>
@@ -16,6 +17,7 @@ static const char *const px_isa_names[PHILOX_ISA_COUNT] = {
     [PHILOX_ISA_SCALAR] = "scalar",
     [PHILOX_ISA_AVX2] = "avx2",
     [PHILOX_ISA_AVX512] = "avx512",
+    [PHILOX_ISA_NEON] = "neon",
 };
 
 const char *philox_isa_name(philox_isa isa)
@@ -45,6 +47,10 @@ int philox_isa_supported(philox_isa isa)
                __builtin_cpu_supports("avx512dq") &&
                __builtin_cpu_supports("avx512bw") &&
                __builtin_cpu_supports("avx512vl");
+#endif
+#if defined(__aarch64__) && defined(__ARM_NEON)
+    case PHILOX_ISA_NEON: /* Advanced SIMD: baseline of AArch64 */
+        return 1;
 #endif
     default:
         return 0;
@@ -76,7 +82,7 @@ static void px_select_init(void)
     if (want < 0) {
         snprintf(px_env_error, sizeof px_env_error,
                  "RNGSNAP_PHILOX_ISA=%.40s: unknown path "
-                 "(scalar, avx2, avx512 or auto)", v);
+                 "(scalar, avx2, avx512, neon or auto)", v);
         return;
     }
     if (want != PHILOX_ISA_AUTO) {

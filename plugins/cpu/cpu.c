@@ -65,8 +65,8 @@ static int cpu_parse_isa(void *pctx, const char *v, int line)
     int isa = philox_isa_parse(v);
     if (isa < 0) {
         c->host->error(c->host,
-                       "%s:%d: isa = %s: expected auto, scalar, avx2 "
-                       "or avx512", c->host->ini_path, line, v);
+                       "%s:%d: isa = %s: expected auto, scalar, avx2, "
+                       "avx512 or neon", c->host->ini_path, line, v);
         return RNGSNAP_E_CONFIG;
     }
     if (!philox_isa_supported((philox_isa)isa)) {

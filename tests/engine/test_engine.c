@@ -25,6 +25,9 @@ static const px_fill_fn fills[PHILOX_ISA_COUNT] = {
     [PHILOX_ISA_SCALAR] = px_fill_scalar,
     [PHILOX_ISA_AVX2] = px_fill_avx2,
     [PHILOX_ISA_AVX512] = px_fill_avx512,
+#if defined(__aarch64__)
+    [PHILOX_ISA_NEON] = px_fill_neon,
+#endif
 };
 
 /* Paths to test: all supported ones (at least scalar). */
