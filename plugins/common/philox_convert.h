@@ -278,22 +278,40 @@ RNGSNAP_HOSTDEV void px_normal_f32(uint32_t w0, uint32_t w1, float *z0,
     *z1 = PX_FMUL(r, so);
 }
 
+/* A word as an exact double, w * 2^-32 in [0, 1), through a signed
+ * conversion: (int32)(w ^ 2^31) = w - 2^31, then + 0.5 (exact).  AVX2 has
+ * no unsigned or 64-bit integer -> double conversion; this vectorises. */
+RNGSNAP_HOSTDEV double px_u32_unit_f64(uint32_t w)
+{
+    return PX_DADD(PX_DMUL((double)(int32_t)(w ^ 0x80000000u), 0x1p-32), 0.5);
+}
+
 /* Two standard normal doubles from four words (one block):
  * u1 = ((U64(w0,w1) >> 11) + 1) * 2^-53 in (0, 1],
- * theta = 2*pi * (U64(w2,w3) >> 11) * 2^-53; otherwise as above. */
+ * theta = 2*pi * (U64(w2,w3) >> 11) * 2^-53; otherwise as above.
+ * The 53-bit integers are never formed: each input is built as a sum of
+ * two exact doubles whose exact sum has at most 53 bits, so it equals the
+ * 64-bit formula bit for bit (docs/engine.md, "NORMAL_F64 at vector
+ * speed"), and gcc vectorises the loop (32-bit -> double only):
+ *   u1 = w1 * 2^-32 + ((w0 >> 11) + 1) * 2^-53   ((w0>>11)+1 <= 2^21);
+ *   i = U64(w2,w3) >> 11 = w3 * 2^21 + (w2 >> 11); the nearest quarter
+ *   turn q = (i + 2^50) >> 51 = (w3 + 2^29) >> 30 (mod 4, the carry from
+ *   the low part is nil), ri = i - q 2^51 = h 2^21 + (w2 >> 11) with
+ *   h = (int32)(w3 - q 2^30) in [-2^29, 2^29), so
+ *   ri * 2^-51 = h * 2^-30 + (w2 >> 11) * 2^-51, exact. */
 RNGSNAP_HOSTDEV void px_normal_f64(uint32_t w0, uint32_t w1, uint32_t w2,
                                    uint32_t w3, double *z0, double *z1)
 {
-    uint64_t a64 = px_words_to_u64(w0, w1), b64 = px_words_to_u64(w2, w3);
-    double u1 = PX_DMUL((double)(int64_t)((a64 >> 11) + 1), 0x1p-53);
+    double u1 = PX_DADD(px_u32_unit_f64(w1),
+                        PX_DMUL((double)(int32_t)((w0 >> 11) + 1), 0x1p-53));
     double r = PX_DSQRT(PX_DMUL(-2.0, px_log(u1)));
-    uint64_t i = b64 >> 11;
-    uint64_t q = (i + (1ull << 50)) >> 51;
-    int64_t ri = (int64_t)i - (int64_t)(q << 51); /* [-2^50, 2^50) */
-    double a = PX_DMUL(PX_DMUL((double)ri, 0x1p-51),
-                       1.57079632679489661923 /* pi/2 */);
+    uint32_t q = (w3 + (1u << 29)) >> 30;
+    int32_t h = (int32_t)(w3 - (q << 30));
+    double t = PX_DADD(PX_DMUL((double)h, 0x1p-30),
+                       PX_DMUL((double)(int32_t)(w2 >> 11), 0x1p-51));
+    double a = PX_DMUL(t, 1.57079632679489661923 /* pi/2 */);
     double so, co;
-    px_sincos_quarter((uint32_t)q, a, &so, &co);
+    px_sincos_quarter(q, a, &so, &co);
     *z0 = PX_DMUL(r, co);
     *z1 = PX_DMUL(r, so);
 }
