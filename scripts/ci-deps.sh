@@ -11,6 +11,7 @@ RNGSNAP_DEB_PACKAGES=(
   libcmocka-dev    # tests
   libze1 libze-dev # oneAPI Level Zero loader: the xpu plugin's "no driver" path is tested for real
   valgrind         # leak/memory check of the core suites
+  gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user # aarch64 NEON path: cross-built, run under qemu (tests/cross)
 )
 
 rngsnap_install_deps() {

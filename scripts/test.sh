@@ -6,8 +6,10 @@
 #   with ASan + UBSan into <builddir>/asan and runs the core, checkpoint,
 #   matrix, engine and fuzz-replay suites there, then builds the thread
 #   test and the plugins with ThreadSanitizer into <builddir>/tsan and runs
-#   the threads suite there (any report fails it), the benchmark in its
-#   quick mode (figures only), and ends with "N passed, N failed".
+#   the threads suite there (any report fails it), cross-builds the engine
+#   for aarch64 into <builddir>/aarch64 and runs its vector checks (NEON
+#   and scalar paths) under qemu-user, the benchmark in its quick mode
+#   (figures only), and ends with "N passed, N failed".
 # Usage: bash scripts/test.sh [--werror] [--builddir DIR]
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -92,17 +94,28 @@ else
   echo "tsan: build failed (log: $builddir/tsan-build.log)"
 fi
 
+# aarch64: the engine (plugins/common, NEON path) cross-built with
+# gcc-aarch64-linux-gnu and its vector checks run under qemu-user
+# (tests/cross/run-aarch64.sh).  Missing tools fail the stage: its log is
+# then absent, which the closing line counts as a failure.
+crossdir="$builddir/aarch64"
+cross_opts=""
+[ "$werror" = true ] && cross_opts="--werror"
+# shellcheck disable=SC2086  # empty or one option
+bash tests/cross/run-aarch64.sh $cross_opts "$crossdir" || echo "aarch64: stage failed"
+
 # The benchmark in its quick mode: figures for a person to compare run to
 # run (docs/performance.md); no thresholds.  It counts only if it fails to run.
 meson test -C "$builddir" --benchmark --verbose --logbase bench
 
 # The closing line, computed from Meson's machine-readable logs.
-python3 - "$builddir/meson-logs" "$asandir/meson-logs" "$tsandir/meson-logs" <<'PY'
+python3 - "$builddir/meson-logs" "$asandir/meson-logs" "$tsandir/meson-logs" \
+  "$crossdir/meson-logs" <<'PY'
 import glob, json, os, sys
 passed = failed = skipped = 0
-logs, asan_logs, tsan_logs = sys.argv[1], sys.argv[2], sys.argv[3]
+logs, asan_logs, tsan_logs, cross_logs = sys.argv[1:5]
 for folder, base in ((logs, "plain"), (logs, "valgrind"), (asan_logs, "asan"),
-                     (tsan_logs, "tsan"), (logs, "bench")):
+                     (tsan_logs, "tsan"), (cross_logs, "cross"), (logs, "bench")):
     # Meson appends the wrapper's name to the log base (valgrind-valgrind.json).
     paths = glob.glob(os.path.join(folder, base + "*.json"))
     if len(paths) != 1:
