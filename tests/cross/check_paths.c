@@ -13,6 +13,11 @@
  *    output misalignments and dists against the scalar path, through the
  *    public generate and the block kernels directly.
  *
+ *  - digests (FNV-1a 64) of fixed fills of every dist on every path equal
+ *    to tests/cross/digests.txt, written on x86-64 by the scalar and avx2
+ *    paths (`check_paths --write-digests`): the same bits across machines.
+ *
+ * Usage: check_paths [ITERS [DIGEST_FILE]] | check_paths --write-digests
  * Prints a summary; exits 1 on any mismatch or unreadable data.
  */
 #include <inttypes.h>
@@ -97,7 +102,6 @@ static void compare_generate(rngsnap_philox st, rngsnap_dist dist, size_t n,
     free(b);
 }
 
-static unsigned long kat_lines, stream_lines;
 
 static int check_kat(void)
 {
@@ -123,7 +127,6 @@ static int check_kat(void)
                       "KAT line %d, path %s, block at position %u", i + 1,
                       philox_isa_name(paths[p]), lane);
             }
-            kat_lines++;
         }
     }
     free(v);
@@ -169,7 +172,6 @@ static int check_streams(void)
                 compare_generate(s0, (rngsnap_dist)d, 101, isa, 0,
                                  "stream position");
             }
-            stream_lines++;
         }
     }
     free(v);
@@ -222,9 +224,81 @@ static void check_random(int iters)
     }
 }
 
+/* FNV-1a 64 of fixed fills of dist on path isa: 4 streams (one past the
+ * 2^32-block carry), an odd count of 4099 values each. */
+static uint64_t digest(rngsnap_dist dist, philox_isa isa)
+{
+    static const rngsnap_philox streams[4] = {
+        {0, 0, 0},
+        {0x0123456789ABCDEFull, 7, 13},
+        {0xDEADBEEFCAFEF00Dull, 2, (1ull << 34) - 40},
+        {UINT64_MAX, 65535, 1001},
+    };
+    enum { N = 4099 };
+    static double buf[2 * N]; /* room for N values of any dist */
+    uint64_t h = 0xCBF29CE484222325ull;
+    for (int i = 0; i < 4; i++) {
+        rngsnap_philox st = streams[i];
+        if (philox_generate_isa(&st, dist, buf, N, isa) != RNGSNAP_OK)
+            return 0;
+        const unsigned char *b = (const unsigned char *)buf;
+        for (size_t k = 0; k < N * (size_t)philox_value_size(dist); k++)
+            h = (h ^ b[k]) * 0x100000001B3ull;
+        h ^= st.offset; /* the words consumed count too */
+    }
+    return h;
+}
+
+/* Every path's digests against the file (lines "dist hex"). */
+static int check_digests(const char *file)
+{
+    FILE *f = fopen(file, "r");
+    if (f == NULL) {
+        fprintf(stderr, "cannot open %s\n", file);
+        return -1;
+    }
+    char line[256], name[64];
+    int n = 0;
+    while (fgets(line, sizeof line, f) != NULL) {
+        if (line[0] == '#' || strspn(line, " \t\r\n") == strlen(line))
+            continue;
+        uint64_t want;
+        int d;
+        if (sscanf(line, "%63s %" SCNx64, name, &want) != 2) {
+            fprintf(stderr, "bad digest line: %s", line);
+            fclose(f);
+            return -1;
+        }
+        for (d = 0; d < RNGSNAP_DIST_COUNT; d++)
+            if (strcmp(name, dist_name(d)) == 0)
+                break;
+        CHECK(d < RNGSNAP_DIST_COUNT, "digest file: unknown dist %s", name);
+        for (int p = 0; d < RNGSNAP_DIST_COUNT && p < npaths; p++) {
+            uint64_t got = digest((rngsnap_dist)d, paths[p]);
+            CHECK(got == want, "digest of %s on %s: %016" PRIx64
+                  ", file says %016" PRIx64, name,
+                  philox_isa_name(paths[p]), got, want);
+        }
+        n++;
+    }
+    fclose(f);
+    CHECK(n == RNGSNAP_DIST_COUNT, "digest file: %d dists, not %d", n,
+          RNGSNAP_DIST_COUNT);
+    return n;
+}
+
 int main(int argc, char **argv)
 {
+    if (argc > 1 && strcmp(argv[1], "--write-digests") == 0) {
+        printf("# check_paths --write-digests: FNV-1a 64 of fixed fills per "
+               "dist (tests/cross/check_paths.c)\n");
+        for (int d = 0; d < RNGSNAP_DIST_COUNT; d++)
+            printf("%s %016" PRIx64 "\n", dist_name(d),
+                   digest((rngsnap_dist)d, PHILOX_ISA_AUTO));
+        return 0;
+    }
     int iters = argc > 1 ? atoi(argv[1]) : 8000;
+    const char *digest_file = argc > 2 ? argv[2] : NULL;
     for (int i = PHILOX_ISA_SCALAR; i < PHILOX_ISA_COUNT; i++)
         if (philox_isa_supported((philox_isa)i) && fills[i] != NULL)
             paths[npaths++] = (philox_isa)i;
@@ -250,11 +324,17 @@ int main(int argc, char **argv)
         return 1;
     }
     check_random(iters);
+    int nd = 0;
+    if (digest_file != NULL && (nd = check_digests(digest_file)) < 0) {
+        printf("FAIL: cannot read the digest file %s\n", digest_file);
+        return 1;
+    }
     printf("KAT: %d lines x %d paths (100 positions each); cuRAND streams: "
            "%d lines x %d paths (%d dists each vs scalar); random cases: "
-           "%lu x %d non-scalar paths; %lu checks, %lu mismatches\n",
+           "%lu x %d non-scalar paths; digests: %d dists x %d paths; "
+           "%lu checks, %lu mismatches\n",
            nk, npaths, ns, npaths, RNGSNAP_DIST_COUNT, random_cases,
-           npaths - 1, checks, failures);
+           npaths - 1, nd, npaths, checks, failures);
     printf("%s\n", failures == 0 ? "OK" : "FAIL");
     return failures == 0 ? 0 : 1;
 }
