@@ -1,96 +1,181 @@
 /*
  * philox_avx2.c - the AVX2 path (compiled with -mavx2).
  *
- * Same layout as philox_avx512.c with 4 blocks per vector: each word in
- * the low half of a 64-bit lane, vpmuludq for the 32x32->64 products,
- * the 64-bit block counter in the lanes.  AVX2 has no 64-bit integer to
- * double conversion, so F64 splits the 53-bit integer in two exact halves.
+ * 32-bit lanes: 8 blocks per vector, each of the four counter words in
+ * its own vector (docs/engine.md, "AVX2 layout").  vpmuludq on the even
+ * and the odd lanes gives the high halves of the 32x32->64 products,
+ * vpmulld the low halves; PX_G groups of 8 blocks are interleaved.  A
+ * 4x8 transpose within 128-bit halves puts the words in stream order (the
+ * lanes compute blocks in the order that makes that possible).  F64 is
+ * built from the two words of each pair before the transpose.
  */
 #include "philox_loop.h"
 
 #if defined(__x86_64__) && defined(__AVX2__)
 #include <immintrin.h>
 
-#define PX_G 4             /* groups of 4 blocks per step (measured: 3 and 5
-                              * are ~15% slower) */
-/* Everything in registers: the loops over groups and rounds unrolled. */
+/* Groups of 8 blocks interleaved per step.  Measured on an AMD EPYC
+ * (Zen 3), see docs/performance.md "AVX2 layout (issue 11 item 1)"; the
+ * best count on one CPU need not be the best on another. */
+#ifndef PX_G
+#define PX_G 4
+#endif
 #define PX_UNROLL_G _Pragma("GCC unroll 8")
-#define PX_STEP (PX_G * 4) /* blocks per step                               */
+#define PX_STEP (PX_G * 8) /* blocks per step */
+/* Fills of at least PX_PREFETCH_MIN bytes prefetch each output line
+ * PX_PREFETCH_AHEAD bytes ahead for writing (prefetchw: the read a store
+ * miss needs starts early; a no-op on CPUs without it). */
+#ifndef PX_PREFETCH_MIN
+#define PX_PREFETCH_MIN ((size_t)4 << 20)
+#endif
+#ifndef PX_PREFETCH_AHEAD
+#define PX_PREFETCH_AHEAD 2048
+#endif
 
 typedef struct px_keys {
     __m256i k0[10], k1[10];
 } px_keys;
 
-/* F64 straight from a block's two words in a lane, low word L (junk
- * above it) and high word H (its product's high half above it):
- * (u64 >> 11) * 2^-53 = H * 2^-32 + (L >> 11) * 2^-53.  Each part is made
- * an exact double by writing the exponent over the junk (2^20 + H*2^-32,
- * 0.5 + (L>>11)*2^-53); subtracting 2^20 + 0.5 and adding are exact, as
- * the result has 53 bits.  5 instructions per 4 values, no multiply. */
-static inline __attribute__((always_inline)) __m256d
-px256_f64_lane(__m256i lw, __m256i hw)
+/* High halves of the 8 products a * m (32-bit lanes). */
+static inline __attribute__((always_inline)) __m256i
+px256_mulhi(__m256i a, __m256i m)
 {
-    const __m256i e20 = _mm256_set1_epi64x(0x4130000000000000LL);  /* 2^20 */
-    const __m256i ehalf = _mm256_set1_epi64x(0x3FE0000000000000LL); /* 0.5 */
-    __m256d h = _mm256_castsi256_pd(_mm256_blend_epi32(hw, e20, 0xAA));
-    __m256d l = _mm256_castsi256_pd(
-        _mm256_blend_epi32(_mm256_srli_epi32(lw, 11), ehalf, 0xAA));
-    return _mm256_add_pd(_mm256_sub_pd(h, _mm256_set1_pd(0x1p20 + 0.5)), l);
+    __m256i pe = _mm256_mul_epu32(a, m);
+    __m256i po = _mm256_mul_epu32(_mm256_srli_epi64(a, 32), m);
+    return _mm256_blend_epi32(_mm256_srli_epi64(pe, 32), po, 0xAA);
 }
 
-/* One step: 2*PX_G vectors of words in stream order, or with f64 of
- * F64 values (converted before the pack, see px256_f64_lane). */
+/* Doubles (u64 >> 11) * 2^-53 of the pairs (L, H) in 32-bit lanes 0,1
+ * (lo = 1) or 2,3 (lo = 0) of each 128-bit half:
+ * (u64 >> 11) * 2^-53 = H * 2^-32 + (L >> 11) * 2^-53, each part made an
+ * exact double by putting an exponent above it (2^20 + H * 2^-32,
+ * 0.5 + (L >> 11) * 2^-53); subtracting 2^20 + 0.5 and adding are exact,
+ * the result having 53 bits. */
+static inline __attribute__((always_inline)) __m256d
+px256_f64_pairs(__m256i l, __m256i h, const int lo)
+{
+    const __m256i e20 = _mm256_set1_epi32(0x41300000);  /* 2^20 */
+    const __m256i ehalf = _mm256_set1_epi32(0x3FE00000); /* 0.5 */
+    l = _mm256_srli_epi32(l, 11);
+    __m256i hh = lo ? _mm256_unpacklo_epi32(h, e20) : _mm256_unpackhi_epi32(h, e20);
+    __m256i ll = lo ? _mm256_unpacklo_epi32(l, ehalf)
+                    : _mm256_unpackhi_epi32(l, ehalf);
+    return _mm256_add_pd(_mm256_sub_pd(_mm256_castsi256_pd(hh),
+                                       _mm256_set1_pd(0x1p20 + 0.5)),
+                         _mm256_castsi256_pd(ll));
+}
+
+/* The first two rounds' values that are the same in every lane of a step
+ * whose blocks share their high counter word h: round 1 multiplies only
+ * the block's low word (the subsequence words are lane-invariant), round 2
+ * only the word that round 1 made from those (see px256_step). */
+typedef struct px_pre {
+    __m256i u0, c0, c1, c2, ul0;
+} px_pre;
+
+static inline __attribute__((always_inline)) void
+px256_pre(const px_ctr *c, uint32_t h, px_pre *pre)
+{
+    uint32_t s0 = (uint32_t)c->subseq, s1 = (uint32_t)(c->subseq >> 32);
+    uint64_t p = (uint64_t)PX_M1 * s0;
+    uint32_t u0 = (uint32_t)(p >> 32) ^ h ^ c->key[0]; /* x0 after round 1 */
+    uint32_t u1 = (uint32_t)p;                          /* x1 after round 1 */
+    uint64_t q = (uint64_t)PX_M0 * u0;
+    pre->u0 = _mm256_set1_epi32((int)u0);
+    pre->c0 = _mm256_set1_epi32((int)(s1 ^ c->key[1]));
+    pre->c1 = _mm256_set1_epi32((int)(u1 ^ (c->key[0] + PX_W0)));
+    pre->c2 = _mm256_set1_epi32((int)((uint32_t)(q >> 32) ^ (c->key[1] + PX_W1)));
+    pre->ul0 = _mm256_set1_epi32((int)(uint32_t)q);
+}
+
+/* One step: 4*PX_G vectors of words in stream order, or with f64 of
+ * F64 values (converted before the transpose, see px256_f64_pairs).
+ * pre: NULL, or the lane-invariant part of rounds 1-2 when the step's
+ * blocks share their high counter word (no carry inside the step). */
 static inline __attribute__((always_inline)) void
 px256_step(const px_keys *ks, uint64_t block, __m256i sub_lo, __m256i sub_hi,
-           __m256i out[2 * PX_G], const int f64)
+           const px_pre *pre, __m256i out[4 * PX_G], const int f64)
 {
-    const __m256i m0 = _mm256_set1_epi64x(PX_M0);
-    const __m256i m1 = _mm256_set1_epi64x(PX_M1);
-    const __m256i lane = _mm256_set_epi64x(3, 2, 1, 0);
+    const __m256i m0 = _mm256_set1_epi32((int)PX_M0);
+    const __m256i m1 = _mm256_set1_epi32((int)PX_M1);
+    /* lane l computes block 2*(l & 3) + l/2 of the group (for the
+     * transpose below) */
+    const __m256i lane = _mm256_set_epi32(7, 5, 3, 1, 6, 4, 2, 0);
+    const __m256i bias = _mm256_set1_epi32((int)0x80000000u);
     __m256i x0[PX_G], x1[PX_G], x2[PX_G], x3[PX_G];
-    PX_UNROLL_G
-    for (int g = 0; g < PX_G; g++) {
-        x0[g] = _mm256_add_epi64(_mm256_set1_epi64x((long long)(block + 4 * g)),
-                                 lane);
-        x1[g] = _mm256_srli_epi64(x0[g], 32);
-        x2[g] = sub_lo;
-        x3[g] = sub_hi;
-    }
-    _Pragma("GCC unroll 10")
-    for (int r = 0; r < 10; r++) {
+    int r0 = 0;
+    if (pre) {
+        /* rounds 1 and 2 with their lane-invariant products precomputed:
+         * same values as the loop below (docs/engine.md) */
         PX_UNROLL_G
         for (int g = 0; g < PX_G; g++) {
-            __m256i p0 = _mm256_mul_epu32(x0[g], m0);
-            __m256i p1 = _mm256_mul_epu32(x2[g], m1);
-            x0[g] = _mm256_xor_si256(_mm256_xor_si256(_mm256_srli_epi64(p1, 32),
-                                                      x1[g]), ks->k0[r]);
-            x2[g] = _mm256_xor_si256(_mm256_xor_si256(_mm256_srli_epi64(p0, 32),
-                                                      x3[g]), ks->k1[r]);
-            x1[g] = p1;
-            x3[g] = p0;
+            __m256i c = _mm256_add_epi32(
+                _mm256_set1_epi32((int)(uint32_t)(block + 8 * (uint64_t)g)),
+                lane);
+            x2[g] = _mm256_xor_si256(px256_mulhi(c, m0), pre->c0);
+            x3[g] = _mm256_mullo_epi32(c, m0);
+        }
+        PX_UNROLL_G
+        for (int g = 0; g < PX_G; g++) {
+            x0[g] = _mm256_xor_si256(px256_mulhi(x2[g], m1), pre->c1);
+            x1[g] = _mm256_mullo_epi32(x2[g], m1);
+            x2[g] = _mm256_xor_si256(x3[g], pre->c2);
+            x3[g] = pre->ul0;
+        }
+        r0 = 2;
+    } else {
+        PX_UNROLL_G
+        for (int g = 0; g < PX_G; g++) {
+            uint64_t b = block + 8 * (uint64_t)g;
+            __m256i lo = _mm256_set1_epi32((int)(uint32_t)b);
+            x0[g] = _mm256_add_epi32(lo, lane);
+            /* carry into the high word where the low one wrapped */
+            __m256i carry = _mm256_cmpgt_epi32(_mm256_xor_si256(lo, bias),
+                                               _mm256_xor_si256(x0[g], bias));
+            x1[g] = _mm256_sub_epi32(
+                _mm256_set1_epi32((int)(uint32_t)(b >> 32)), carry);
+            x2[g] = sub_lo;
+            x3[g] = sub_hi;
         }
     }
-    /* Pack: lane b -> qwords (x0|x1<<32, x2|x3<<32), blocks in order. */
+    _Pragma("GCC unroll 10")
+    for (int r = r0; r < 10; r++) {
+        PX_UNROLL_G
+        for (int g = 0; g < PX_G; g++) {
+            __m256i h0 = px256_mulhi(x0[g], m0);
+            __m256i l0 = _mm256_mullo_epi32(x0[g], m0);
+            __m256i h1 = px256_mulhi(x2[g], m1);
+            __m256i l1 = _mm256_mullo_epi32(x2[g], m1);
+            x0[g] = _mm256_xor_si256(_mm256_xor_si256(h1, x1[g]), ks->k0[r]);
+            x2[g] = _mm256_xor_si256(_mm256_xor_si256(h0, x3[g]), ks->k1[r]);
+            x1[g] = l1;
+            x3[g] = l0;
+        }
+    }
     PX_UNROLL_G
     for (int g = 0; g < PX_G; g++) {
-        if (f64) { /* the same pack, of the two doubles of each block */
-            __m256d d01 = px256_f64_lane(x0[g], x1[g]);
-            __m256d d23 = px256_f64_lane(x2[g], x3[g]);
-            __m256d a = _mm256_unpacklo_pd(d01, d23); /* blocks 0, 2 */
-            __m256d b = _mm256_unpackhi_pd(d01, d23); /* blocks 1, 3 */
-            out[2 * g] = _mm256_castpd_si256(_mm256_permute2f128_pd(a, b, 0x20));
-            out[2 * g + 1] =
-                _mm256_castpd_si256(_mm256_permute2f128_pd(a, b, 0x31));
+        if (f64) {
+            /* lanes 0,1 | 4,5 are blocks 0,2 | 1,3; lanes 2,3 | 6,7 are
+             * blocks 4,6 | 5,7 */
+            __m256d a = px256_f64_pairs(x0[g], x1[g], 1);
+            __m256d b = px256_f64_pairs(x2[g], x3[g], 1);
+            __m256d c = px256_f64_pairs(x0[g], x1[g], 0);
+            __m256d d = px256_f64_pairs(x2[g], x3[g], 0);
+            out[4 * g] = _mm256_castpd_si256(_mm256_unpacklo_pd(a, b));
+            out[4 * g + 1] = _mm256_castpd_si256(_mm256_unpackhi_pd(a, b));
+            out[4 * g + 2] = _mm256_castpd_si256(_mm256_unpacklo_pd(c, d));
+            out[4 * g + 3] = _mm256_castpd_si256(_mm256_unpackhi_pd(c, d));
             continue;
         }
-        __m256i y01 = _mm256_blend_epi32(x0[g], _mm256_slli_epi64(x1[g], 32),
-                                         0xAA);
-        __m256i y23 = _mm256_blend_epi32(x2[g], _mm256_slli_epi64(x3[g], 32),
-                                         0xAA);
-        __m256i a = _mm256_unpacklo_epi64(y01, y23); /* blocks 0, 2 */
-        __m256i b = _mm256_unpackhi_epi64(y01, y23); /* blocks 1, 3 */
-        out[2 * g] = _mm256_permute2x128_si256(a, b, 0x20);
-        out[2 * g + 1] = _mm256_permute2x128_si256(a, b, 0x31);
+        /* 4x8 transpose within halves: vector v = lanes v | v+4 */
+        __m256i t0 = _mm256_unpacklo_epi32(x0[g], x1[g]);
+        __m256i t1 = _mm256_unpackhi_epi32(x0[g], x1[g]);
+        __m256i t2 = _mm256_unpacklo_epi32(x2[g], x3[g]);
+        __m256i t3 = _mm256_unpackhi_epi32(x2[g], x3[g]);
+        out[4 * g] = _mm256_unpacklo_epi64(t0, t2);
+        out[4 * g + 1] = _mm256_unpackhi_epi64(t0, t2);
+        out[4 * g + 2] = _mm256_unpacklo_epi64(t1, t3);
+        out[4 * g + 3] = _mm256_unpackhi_epi64(t1, t3);
     }
 }
 
@@ -98,9 +183,9 @@ px256_step(const px_keys *ks, uint64_t block, __m256i sub_lo, __m256i sub_hi,
  * main loop (keeps one inlined copy of the rounds per dist). */
 static __attribute__((noinline)) void
 px256_step_cold(const px_keys *ks, uint64_t block, __m256i sub_lo, __m256i sub_hi,
-             __m256i out[2 * PX_G])
+             __m256i out[4 * PX_G])
 {
-    px256_step(ks, block, sub_lo, sub_hi, out, 0);
+    px256_step(ks, block, sub_lo, sub_hi, NULL, out, 0);
 }
 
 static inline __attribute__((always_inline)) __m256i
@@ -134,14 +219,15 @@ px256_fill_direct(rngsnap_dist dist, const px_ctr *c, void *out,
     px_keys ks;
     uint32_t k0 = c->key[0], k1 = c->key[1];
     for (int r = 0; r < 10; r++, k0 += PX_W0, k1 += PX_W1) {
-        ks.k0[r] = _mm256_set1_epi64x(k0);
-        ks.k1[r] = _mm256_set1_epi64x(k1);
+        ks.k0[r] = _mm256_set1_epi32((int)k0);
+        ks.k1[r] = _mm256_set1_epi32((int)k1);
     }
-    const __m256i sub_lo = _mm256_set1_epi64x((uint32_t)c->subseq);
-    const __m256i sub_hi = _mm256_set1_epi64x((uint32_t)(c->subseq >> 32));
+    const __m256i sub_lo = _mm256_set1_epi32((int)(uint32_t)c->subseq);
+    const __m256i sub_hi = _mm256_set1_epi32((int)(uint32_t)(c->subseq >> 32));
     uint64_t block = c->block;
     char *o = out;
-    __m256i v[2 * PX_G];
+    __m256i v[4 * PX_G];
+    const int pf = !nt && nblocks * 16 >= PX_PREFETCH_MIN;
     if (nt && ((uintptr_t)o & 15) != 0)
         nt = 0;
     if (nt && ((uintptr_t)o & 31) != 0 && nblocks > 0) { /* reach 32 bytes */
@@ -153,22 +239,42 @@ px256_fill_direct(rngsnap_dist dist, const px_ctr *c, void *out,
         nblocks -= 1;
     }
     for (; nblocks >= PX_STEP; nblocks -= PX_STEP, block += PX_STEP) {
-        px256_step(&ks, block, sub_lo, sub_hi, v, dist == RNGSNAP_F64);
+        if ((uint32_t)block > UINT32_MAX - (PX_STEP - 1)) {
+            /* the low counter word wraps inside this step (once per 2^32
+             * blocks): the general rounds, F64 converted after them */
+            px256_step_cold(&ks, block, sub_lo, sub_hi, v);
+            if (dist == RNGSNAP_F64)
+                for (int i = 0; i < 4 * PX_G; i++)
+                    v[i] = px256_convert(dist, v[i]);
+        } else {
+            px_pre pre;
+            px256_pre(c, (uint32_t)(block >> 32), &pre);
+            px256_step(&ks, block, sub_lo, sub_hi, &pre, v,
+                       dist == RNGSNAP_F64);
+        }
         if (nt) {
             PX_UNROLL_G
-            for (int i = 0; i < 2 * PX_G; i++, o += 32)
+            for (int i = 0; i < 4 * PX_G; i++, o += 32)
                 _mm256_stream_si256((void *)o, dist == RNGSNAP_F64
                                           ? v[i] : px256_convert(dist, v[i]));
-        } else {
-            PX_UNROLL_G
-            for (int i = 0; i < 2 * PX_G; i++, o += 32)
-                _mm256_storeu_si256((void *)o, dist == RNGSNAP_F64
-                                           ? v[i] : px256_convert(dist, v[i]));
+            continue;
         }
+        if (pf && nblocks * 16 > PX_PREFETCH_AHEAD + PX_STEP * 16) {
+            /* one prefetchw per 64-byte line of this step's output */
+            PX_UNROLL_G
+            for (int i = 0; i < PX_STEP * 16; i += 64)
+                __asm__ volatile("prefetchw %0"
+                                 :
+                                 : "m"(*(const char *)(o + PX_PREFETCH_AHEAD + i)));
+        }
+        PX_UNROLL_G
+        for (int i = 0; i < 4 * PX_G; i++, o += 32)
+            _mm256_storeu_si256((void *)o, dist == RNGSNAP_F64
+                                       ? v[i] : px256_convert(dist, v[i]));
     }
     if (nblocks > 0) {
         px256_step_cold(&ks, block, sub_lo, sub_hi, v);
-        for (int i = 0; i < 2 * PX_G; i++)
+        for (int i = 0; i < 4 * PX_G; i++)
             v[i] = px256_convert(dist, v[i]);
         memcpy(o, v, nblocks * 16);
     }
