@@ -18,10 +18,13 @@
  * (Zen 3), see docs/performance.md "AVX2 layout (issue 11 item 1)"; the
  * best count on one CPU need not be the best on another. */
 #ifndef PX_G
-#define PX_G 4
+#define PX_G 6 /* fills below PX_PREFETCH_MIN */
 #endif
+#ifndef PX_G_LARGE
+#define PX_G_LARGE 3 /* fills from PX_PREFETCH_MIN on */
+#endif
+#define PX_GMAX (PX_G > PX_G_LARGE ? PX_G : PX_G_LARGE)
 #define PX_UNROLL_G _Pragma("GCC unroll 8")
-#define PX_STEP (PX_G * 8) /* blocks per step */
 /* Fills of at least PX_PREFETCH_MIN bytes prefetch each output line
  * PX_PREFETCH_AHEAD bytes ahead for writing (prefetchw: the read a store
  * miss needs starts early; a no-op on CPUs without it). */
@@ -94,7 +97,8 @@ px256_pre(const px_ctr *c, uint32_t h, px_pre *pre)
  * blocks share their high counter word (no carry inside the step). */
 static inline __attribute__((always_inline)) void
 px256_step(const px_keys *ks, uint64_t block, __m256i sub_lo, __m256i sub_hi,
-           const px_pre *pre, __m256i out[4 * PX_G], const int f64)
+           const px_pre *pre, __m256i out[4 * PX_GMAX], const int f64,
+           const int ng)
 {
     const __m256i m0 = _mm256_set1_epi32((int)PX_M0);
     const __m256i m1 = _mm256_set1_epi32((int)PX_M1);
@@ -102,13 +106,13 @@ px256_step(const px_keys *ks, uint64_t block, __m256i sub_lo, __m256i sub_hi,
      * transpose below) */
     const __m256i lane = _mm256_set_epi32(7, 5, 3, 1, 6, 4, 2, 0);
     const __m256i bias = _mm256_set1_epi32((int)0x80000000u);
-    __m256i x0[PX_G], x1[PX_G], x2[PX_G], x3[PX_G];
+    __m256i x0[PX_GMAX], x1[PX_GMAX], x2[PX_GMAX], x3[PX_GMAX];
     int r0 = 0;
     if (pre) {
         /* rounds 1 and 2 with their lane-invariant products precomputed:
          * same values as the loop below (docs/engine.md) */
         PX_UNROLL_G
-        for (int g = 0; g < PX_G; g++) {
+        for (int g = 0; g < ng; g++) {
             __m256i c = _mm256_add_epi32(
                 _mm256_set1_epi32((int)(uint32_t)(block + 8 * (uint64_t)g)),
                 lane);
@@ -116,7 +120,7 @@ px256_step(const px_keys *ks, uint64_t block, __m256i sub_lo, __m256i sub_hi,
             x3[g] = _mm256_mullo_epi32(c, m0);
         }
         PX_UNROLL_G
-        for (int g = 0; g < PX_G; g++) {
+        for (int g = 0; g < ng; g++) {
             x0[g] = _mm256_xor_si256(px256_mulhi(x2[g], m1), pre->c1);
             x1[g] = _mm256_mullo_epi32(x2[g], m1);
             x2[g] = _mm256_xor_si256(x3[g], pre->c2);
@@ -125,7 +129,7 @@ px256_step(const px_keys *ks, uint64_t block, __m256i sub_lo, __m256i sub_hi,
         r0 = 2;
     } else {
         PX_UNROLL_G
-        for (int g = 0; g < PX_G; g++) {
+        for (int g = 0; g < ng; g++) {
             uint64_t b = block + 8 * (uint64_t)g;
             __m256i lo = _mm256_set1_epi32((int)(uint32_t)b);
             x0[g] = _mm256_add_epi32(lo, lane);
@@ -141,7 +145,7 @@ px256_step(const px_keys *ks, uint64_t block, __m256i sub_lo, __m256i sub_hi,
     _Pragma("GCC unroll 10")
     for (int r = r0; r < 10; r++) {
         PX_UNROLL_G
-        for (int g = 0; g < PX_G; g++) {
+        for (int g = 0; g < ng; g++) {
             __m256i h0 = px256_mulhi(x0[g], m0);
             __m256i l0 = _mm256_mullo_epi32(x0[g], m0);
             __m256i h1 = px256_mulhi(x2[g], m1);
@@ -153,7 +157,7 @@ px256_step(const px_keys *ks, uint64_t block, __m256i sub_lo, __m256i sub_hi,
         }
     }
     PX_UNROLL_G
-    for (int g = 0; g < PX_G; g++) {
+    for (int g = 0; g < ng; g++) {
         if (f64) {
             /* lanes 0,1 | 4,5 are blocks 0,2 | 1,3; lanes 2,3 | 6,7 are
              * blocks 4,6 | 5,7 */
@@ -183,9 +187,9 @@ px256_step(const px_keys *ks, uint64_t block, __m256i sub_lo, __m256i sub_hi,
  * main loop (keeps one inlined copy of the rounds per dist). */
 static __attribute__((noinline)) void
 px256_step_cold(const px_keys *ks, uint64_t block, __m256i sub_lo, __m256i sub_hi,
-             __m256i out[4 * PX_G])
+             __m256i out[4 * PX_GMAX])
 {
-    px256_step(ks, block, sub_lo, sub_hi, NULL, out, 0);
+    px256_step(ks, block, sub_lo, sub_hi, NULL, out, 0, PX_GMAX);
 }
 
 static inline __attribute__((always_inline)) __m256i
@@ -214,8 +218,9 @@ px256_convert(rngsnap_dist dist, __m256i v)
 
 static inline __attribute__((always_inline)) void
 px256_fill_direct(rngsnap_dist dist, const px_ctr *c, void *out,
-                  size_t nblocks, int nt)
+                  size_t nblocks, int nt, const int ng)
 {
+    const size_t step = (size_t)ng * 8; /* blocks per step */
     px_keys ks;
     uint32_t k0 = c->key[0], k1 = c->key[1];
     for (int r = 0; r < 10; r++, k0 += PX_W0, k1 += PX_W1) {
@@ -226,7 +231,7 @@ px256_fill_direct(rngsnap_dist dist, const px_ctr *c, void *out,
     const __m256i sub_hi = _mm256_set1_epi32((int)(uint32_t)(c->subseq >> 32));
     uint64_t block = c->block;
     char *o = out;
-    __m256i v[4 * PX_G];
+    __m256i v[4 * PX_GMAX];
     const int pf = !nt && nblocks * 16 >= PX_PREFETCH_MIN;
     if (nt && ((uintptr_t)o & 15) != 0)
         nt = 0;
@@ -238,43 +243,43 @@ px256_fill_direct(rngsnap_dist dist, const px_ctr *c, void *out,
         block += 1;
         nblocks -= 1;
     }
-    for (; nblocks >= PX_STEP; nblocks -= PX_STEP, block += PX_STEP) {
-        if ((uint32_t)block > UINT32_MAX - (PX_STEP - 1)) {
+    for (; nblocks >= step; nblocks -= step, block += step) {
+        if ((uint32_t)block > UINT32_MAX - (step - 1)) {
             /* the low counter word wraps inside this step (once per 2^32
              * blocks): the general rounds, F64 converted after them */
             px256_step_cold(&ks, block, sub_lo, sub_hi, v);
             if (dist == RNGSNAP_F64)
-                for (int i = 0; i < 4 * PX_G; i++)
+                for (int i = 0; i < 4 * ng; i++)
                     v[i] = px256_convert(dist, v[i]);
         } else {
             px_pre pre;
             px256_pre(c, (uint32_t)(block >> 32), &pre);
             px256_step(&ks, block, sub_lo, sub_hi, &pre, v,
-                       dist == RNGSNAP_F64);
+                       dist == RNGSNAP_F64, ng);
         }
         if (nt) {
             PX_UNROLL_G
-            for (int i = 0; i < 4 * PX_G; i++, o += 32)
+            for (int i = 0; i < 4 * ng; i++, o += 32)
                 _mm256_stream_si256((void *)o, dist == RNGSNAP_F64
                                           ? v[i] : px256_convert(dist, v[i]));
             continue;
         }
-        if (pf && nblocks * 16 > PX_PREFETCH_AHEAD + PX_STEP * 16) {
+        if (pf && nblocks * 16 > PX_PREFETCH_AHEAD + step * 16) {
             /* one prefetchw per 64-byte line of this step's output */
             PX_UNROLL_G
-            for (int i = 0; i < PX_STEP * 16; i += 64)
+            for (int i = 0; i < ng * 128; i += 64)
                 __asm__ volatile("prefetchw %0"
                                  :
                                  : "m"(*(const char *)(o + PX_PREFETCH_AHEAD + i)));
         }
         PX_UNROLL_G
-        for (int i = 0; i < 4 * PX_G; i++, o += 32)
+        for (int i = 0; i < 4 * ng; i++, o += 32)
             _mm256_storeu_si256((void *)o, dist == RNGSNAP_F64
                                        ? v[i] : px256_convert(dist, v[i]));
     }
     if (nblocks > 0) {
         px256_step_cold(&ks, block, sub_lo, sub_hi, v);
-        for (int i = 0; i < 4 * PX_G; i++)
+        for (int i = 0; i < 4 * PX_GMAX; i++)
             v[i] = px256_convert(dist, v[i]);
         memcpy(o, v, nblocks * 16);
     }
@@ -286,19 +291,28 @@ px256_fill_direct(rngsnap_dist dist, const px_ctr *c, void *out,
 static __attribute__((noinline)) void
 px256_fill_words(const px_ctr *c, void *out, size_t nblocks, int nt)
 {
-    px256_fill_direct(RNGSNAP_U32, c, out, nblocks, nt);
+    if (nblocks * 16 >= PX_PREFETCH_MIN)
+        px256_fill_direct(RNGSNAP_U32, c, out, nblocks, nt, PX_G_LARGE);
+    else
+        px256_fill_direct(RNGSNAP_U32, c, out, nblocks, nt, PX_G);
 }
 
 static __attribute__((noinline)) void
 px256_fill_f32(const px_ctr *c, void *out, size_t nblocks, int nt)
 {
-    px256_fill_direct(RNGSNAP_F32, c, out, nblocks, nt);
+    if (nblocks * 16 >= PX_PREFETCH_MIN)
+        px256_fill_direct(RNGSNAP_F32, c, out, nblocks, nt, PX_G_LARGE);
+    else
+        px256_fill_direct(RNGSNAP_F32, c, out, nblocks, nt, PX_G);
 }
 
 static __attribute__((noinline)) void
 px256_fill_f64(const px_ctr *c, void *out, size_t nblocks, int nt)
 {
-    px256_fill_direct(RNGSNAP_F64, c, out, nblocks, nt);
+    if (nblocks * 16 >= PX_PREFETCH_MIN)
+        px256_fill_direct(RNGSNAP_F64, c, out, nblocks, nt, PX_G_LARGE);
+    else
+        px256_fill_direct(RNGSNAP_F64, c, out, nblocks, nt, PX_G);
 }
 
 void px_fill_avx2(rngsnap_dist dist, const px_ctr *c, void *out,
