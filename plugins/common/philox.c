@@ -67,6 +67,11 @@ static const px_fill_fn px_fills[PHILOX_ISA_COUNT] = {
 #endif
 };
 
+px_fill_fn px_fill_for(philox_isa isa)
+{
+    return (unsigned)isa < PHILOX_ISA_COUNT ? px_fills[isa] : NULL;
+}
+
 /* Non-temporal stores measured slower than plain ones on the machine of
  * docs/performance.md (12 vs 19 GB/s at 256 MiB), so they are off unless
  * RNGSNAP_PHILOX_NT_MIN=<bytes> asks for them (philox_select.c). */

@@ -39,6 +39,9 @@ void px_fill_avx2(rngsnap_dist, const px_ctr *, void *, size_t, int);
 void px_fill_avx512(rngsnap_dist, const px_ctr *, void *, size_t, int);
 /* Built on aarch64 hosts only (philox_neon.c). */
 void px_fill_neon(rngsnap_dist, const px_ctr *, void *, size_t, int);
+/* The kernel of a path, or NULL where this build has none (neon off
+ * aarch64).  The one table of kernels: the engine and its tests use it. */
+px_fill_fn px_fill_for(philox_isa isa);
 
 /* Convert whole blocks of words (4 per block) already in w: the shared
  * tail of every kernel for the normal distributions. */

@@ -30,14 +30,6 @@
 #include "philox_isa.h"
 #include "vectors.h"
 
-static const px_fill_fn fills[PHILOX_ISA_COUNT] = {
-    [PHILOX_ISA_SCALAR] = px_fill_scalar,
-    [PHILOX_ISA_AVX2] = px_fill_avx2,
-    [PHILOX_ISA_AVX512] = px_fill_avx512,
-#if defined(__aarch64__)
-    [PHILOX_ISA_NEON] = px_fill_neon,
-#endif
-};
 
 static int npaths;
 static philox_isa paths[PHILOX_ISA_COUNT];
@@ -122,7 +114,7 @@ static int check_kat(void)
                     continue;
                 uint32_t w[101 * 4];
                 c.block = block - lane;
-                fills[paths[p]](RNGSNAP_U32, &c, w, lane + 1, 0);
+                px_fill_for(paths[p])(RNGSNAP_U32, &c, w, lane + 1, 0);
                 CHECK(memcmp(&w[4 * lane], v[i].expect, 16) == 0,
                       "KAT line %d, path %s, block at position %u", i + 1,
                       philox_isa_name(paths[p]), lane);
@@ -210,7 +202,7 @@ static void check_random(int iters)
                 CHECK(0, "out of memory");
             } else {
                 int nt = (int)(rnd() % 2);
-                fills[paths[p]](dist, &c, a, nb, nt);
+                px_fill_for(paths[p])(dist, &c, a, nb, nt);
                 px_fill_scalar(dist, &c, b, nb, 0);
                 CHECK(memcmp(a, b, bytes) == 0,
                       "kernel %s %s, block %" PRIu64 ", %zu blocks, nt %d",
@@ -299,9 +291,11 @@ int main(int argc, char **argv)
     }
     int iters = argc > 1 ? atoi(argv[1]) : 8000;
     const char *digest_file = argc > 2 ? argv[2] : NULL;
-    for (int i = PHILOX_ISA_SCALAR; i < PHILOX_ISA_COUNT; i++)
-        if (philox_isa_supported((philox_isa)i) && fills[i] != NULL)
-            paths[npaths++] = (philox_isa)i;
+    for (int i = PHILOX_ISA_SCALAR; i < PHILOX_ISA_COUNT; i++) {
+        philox_isa isa = (philox_isa)i;
+        if (philox_isa_supported(isa) && px_fill_for(isa) != NULL)
+            paths[npaths++] = isa;
+    }
     printf("paths:");
     for (int p = 0; p < npaths; p++)
         printf(" %s", philox_isa_name(paths[p]));
