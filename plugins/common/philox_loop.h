@@ -115,6 +115,26 @@ typedef void (*px_blocks_fn)(const px_ctr *c, void *out, size_t nblocks,
 
 #define PX_NORMAL_CHUNK 256 /* blocks of words converted per batch */
 
+/* Words from `words` into a small buffer, then converted to dist by the
+ * shared loop: how a path serves a distribution it has no kernel of its
+ * own for. */
+static inline void px_fill_converted(rngsnap_dist dist, const px_ctr *c,
+                                     void *out, size_t nblocks,
+                                     px_blocks_fn words)
+{
+    uint32_t w[PX_NORMAL_CHUNK * 4] __attribute__((aligned(64)));
+    px_ctr cc = *c;
+    char *o = out;
+    while (nblocks > 0) {
+        size_t nb = nblocks < PX_NORMAL_CHUNK ? nblocks : PX_NORMAL_CHUNK;
+        words(&cc, w, nb, 0);
+        px_convert_loop(dist, w, o, nb);
+        cc.block += nb;
+        o += nb * px_block_bytes(dist);
+        nblocks -= nb;
+    }
+}
+
 /* The dispatch every SIMD file shares: integers and uniforms straight from
  * that file's kernels; normals as words into a cached buffer, then
  * converted (their conversion dominates; one loop serves every ISA). */
@@ -134,20 +154,9 @@ static inline void px_fill_dispatch(rngsnap_dist dist, const px_ctr *c,
     case RNGSNAP_F64:
         f64(c, out, nblocks, nt);
         return;
-    default: {
-        uint32_t w[PX_NORMAL_CHUNK * 4] __attribute__((aligned(64)));
-        px_ctr cc = *c;
-        char *o = out;
-        while (nblocks > 0) {
-            size_t nb = nblocks < PX_NORMAL_CHUNK ? nblocks : PX_NORMAL_CHUNK;
-            words(&cc, w, nb, 0);
-            px_convert_loop(dist, w, o, nb);
-            cc.block += nb;
-            o += nb * px_block_bytes(dist);
-            nblocks -= nb;
-        }
+    default:
+        px_fill_converted(dist, c, out, nblocks, words);
         return;
-    }
     }
 }
 

@@ -110,38 +110,20 @@ pxn_fill_words(const px_ctr *c, void *out, size_t nblocks, int nt)
     }
 }
 
-#define PXN_CHUNK 64 /* blocks of words converted per batch */
-
-/* Words through a small buffer, converted by the shared loop. */
-static inline __attribute__((always_inline)) void
-pxn_fill_converted(rngsnap_dist dist, const px_ctr *c, void *out,
-                   size_t nblocks)
-{
-    uint32_t w[PXN_CHUNK * 4] __attribute__((aligned(64)));
-    px_ctr cc = *c;
-    char *o = out;
-    while (nblocks > 0) {
-        size_t nb = nblocks < PXN_CHUNK ? nblocks : PXN_CHUNK;
-        pxn_fill_words(&cc, w, nb, 0);
-        px_convert_loop(dist, w, o, nb);
-        cc.block += nb;
-        o += nb * px_block_bytes(dist);
-        nblocks -= nb;
-    }
-}
-
+/* F32 and F64 have no NEON kernel of their own (the words kernel plus the
+ * shared conversion loop). */
 static __attribute__((noinline)) void
 pxn_fill_f32(const px_ctr *c, void *out, size_t nblocks, int nt)
 {
     (void)nt;
-    pxn_fill_converted(RNGSNAP_F32, c, out, nblocks);
+    px_fill_converted(RNGSNAP_F32, c, out, nblocks, pxn_fill_words);
 }
 
 static __attribute__((noinline)) void
 pxn_fill_f64(const px_ctr *c, void *out, size_t nblocks, int nt)
 {
     (void)nt;
-    pxn_fill_converted(RNGSNAP_F64, c, out, nblocks);
+    px_fill_converted(RNGSNAP_F64, c, out, nblocks, pxn_fill_words);
 }
 
 void px_fill_neon(rngsnap_dist dist, const px_ctr *c, void *out,
