@@ -90,6 +90,15 @@ enum {
  * The rename is still atomic; durability after power loss is not. */
 #define RNGSNAP_SAVE_NO_SYNC 0x2u
 
+/* rngsnap_load_ranks (and rngsnap_mpi_load): the folder may come from
+ * another world size.  Same world size: an exact resume, as without the
+ * flag.  Another world size: a deterministic fork (docs/user-guide.md,
+ * "Multi-rank checkpoints"): every stream is seeded from the
+ * checkpoint's id and contents, the new rank, backend, device and stream
+ * name; app states are restored only where the checkpoint records them
+ * identical on every saved rank.  rngsnap_load refuses the flag. */
+#define RNGSNAP_LOAD_FORK 0x1u
+
 /* ---- types ------------------------------------------------------------- */
 
 typedef struct rngsnap rngsnap;               /* one context, one registry */
@@ -199,6 +208,47 @@ RNGSNAP_API int rngsnap_register_state(rngsnap *ctx, const char *name,
                                        const rngsnap_state_ops *ops,
                                        void *user);
 
+/* ---- multi-rank checkpoints (a folder; docs/format.md) ----------------- */
+
+/* The collectives a multi-rank save or load needs, supplied by the caller
+ * (librngsnap_mpi fills one from an MPI_Comm; the Python package from
+ * torch.distributed).  The core has no other tie to a communicator.
+ * Every call is collective: all `size` ranks make the same calls in the
+ * same order with the same len and root.  Each returns 0 on success and
+ * nonzero on failure (the save or load then fails with
+ * RNGSNAP_E_BACKEND; ranks may then disagree, so an adapter whose
+ * collective can fail on some ranks only should abort the job, as MPI's
+ * default error handler does). */
+typedef struct rngsnap_comm {
+    int rank;   /* this process: 0 <= rank < size */
+    int size;   /* ranks in the job               */
+    void *user; /* handed to every call           */
+    /* Every rank gives len bytes at send; on every rank recv (size * len
+     * bytes) gets rank r's bytes at offset r * len. */
+    int (*allgather)(void *user, const void *send, void *recv, size_t len);
+    /* root's len bytes at buf are copied into buf on every other rank. */
+    int (*broadcast)(void *user, void *buf, size_t len, int root);
+} rngsnap_comm;
+
+/* Collective: write this rank's file into folder dir (created if
+ * missing; one level), then, once every rank's file is durably written,
+ * rank 0 commits the checkpoint by writing the folder's manifest last
+ * (temporary file, fsync, rename, folder fsync).  Flags as rngsnap_save
+ * (RNGSNAP_SAVE_REPLACE: a committed folder may be replaced; the previous
+ * checkpoint stays loadable in full until the new manifest is in place).
+ * The context's rank and world size must equal comm's (else
+ * RNGSNAP_E_INVALID).  Every rank returns the same code; on failure the
+ * message on every rank names the first failing rank and why. */
+RNGSNAP_API int rngsnap_save_ranks(rngsnap *ctx, const rngsnap_comm *comm,
+                                   const char *dir, unsigned flags);
+/* Collective: every rank verifies the manifest and its own file
+ * (checksum, registry match); only when every rank is ready does any
+ * rank change its live state, and if any rank then fails, every rank
+ * rolls back.  Another world size is RNGSNAP_E_MISMATCH unless flags has
+ * RNGSNAP_LOAD_FORK.  Every rank returns the same code. */
+RNGSNAP_API int rngsnap_load_ranks(rngsnap *ctx, const rngsnap_comm *comm,
+                                   const char *dir, unsigned flags);
+
 /* ---- streams ----------------------------------------------------------- */
 
 RNGSNAP_API int rngsnap_stream_find(rngsnap *ctx, const char *backend,
@@ -222,6 +272,23 @@ RNGSNAP_API int rngsnap_generate(rngsnap_stream *s, rngsnap_dist dist,
  * of the first reserved word; the stream advances by n (0: report only). */
 RNGSNAP_API int rngsnap_reserve(rngsnap_stream *s, uint64_t n,
                                 rngsnap_philox *at);
+
+/* Keyed derivation (docs/user-guide.md, "Keyed streams"): the Philox
+ * position of key (k0, k1) of s, e.g. (epoch, sample index) for a
+ * data-loader worker.  A pure function of s's seed and subsequence (its
+ * seeding) and the key: independent of s's offset, of the process and of
+ * call order.  It never overlaps s's own draws (another subsequence), and
+ * two keys share a Philox stream only if a 63-bit hash collides.  Refused
+ * (RNGSNAP_E_ORDER) before the load of a context opened with
+ * RNGSNAP_RESUME. */
+RNGSNAP_API int rngsnap_derive(rngsnap_stream *s, uint64_t k0, uint64_t k1,
+                               rngsnap_philox *at);
+/* Draw n values of dist starting at *at with s's backend (out in the
+ * memory rngsnap_stream_memory gives), then advance at->offset by the
+ * words used; s's own position is unchanged.  With rngsnap_derive this
+ * makes a keyed stream. */
+RNGSNAP_API int rngsnap_generate_at(rngsnap_stream *s, rngsnap_philox *at,
+                                    rngsnap_dist dist, void *out, size_t n);
 
 /* Size in bytes of one value of dist, and words of the stream it uses. */
 RNGSNAP_API size_t rngsnap_dist_size(rngsnap_dist dist);
@@ -299,6 +366,51 @@ rngsnap_file_section_at(const rngsnap_file *f, size_t i);
  * state format is not the built-in Philox format. */
 RNGSNAP_API int rngsnap_philox_decode(const rngsnap_file_section *sec,
                                       rngsnap_philox *out);
+
+/* A committed multi-rank folder, read without a registry (tools). */
+typedef struct rngsnap_manifest rngsnap_manifest;
+
+typedef struct rngsnap_manifest_info {
+    uint32_t format_version;
+    char id[33];           /* checkpoint id, 32 lowercase hex digits       */
+    char forked_from[33];  /* id of the checkpoint a fork in this job's
+                              history started from; "" when none           */
+    int32_t world_size;
+    int64_t created_unix;
+    size_t app_count;      /* app states recorded (rank 0's list)          */
+} rngsnap_manifest_info;
+
+typedef struct rngsnap_manifest_rank {
+    const char *file;      /* file name inside the folder                  */
+    uint64_t size;         /* bytes                                        */
+    uint64_t checksum;     /* XXH3-64 of the whole file                    */
+} rngsnap_manifest_rank;
+
+typedef struct rngsnap_manifest_app {
+    const char *name;
+    uint64_t checksum;     /* XXH3-64 of rank 0's state bytes              */
+    int same_on_all_ranks; /* every saved rank had these exact bytes       */
+} rngsnap_manifest_app;
+
+/* Read and verify dir's manifest (structure and checksum; rank files are
+ * not read).  RNGSNAP_E_IO (no manifest: not a committed checkpoint) or
+ * RNGSNAP_E_CORRUPT with the reason in err. */
+RNGSNAP_API int rngsnap_manifest_open(const char *dir, rngsnap_manifest **out,
+                                      char *err, size_t errlen);
+RNGSNAP_API void rngsnap_manifest_close(rngsnap_manifest *m);
+RNGSNAP_API const rngsnap_manifest_info *
+rngsnap_manifest_info_get(const rngsnap_manifest *m);
+/* NULL when rank is out of range. */
+RNGSNAP_API const rngsnap_manifest_rank *
+rngsnap_manifest_rank_at(const rngsnap_manifest *m, int rank);
+RNGSNAP_API const rngsnap_manifest_app *
+rngsnap_manifest_app_at(const rngsnap_manifest *m, size_t i);
+/* Open rank's file as rngsnap_file_open does, after checking its size and
+ * XXH3-64 against the manifest (RNGSNAP_E_CORRUPT naming the file when
+ * they differ). */
+RNGSNAP_API int rngsnap_manifest_open_rank(const rngsnap_manifest *m,
+                                           int rank, rngsnap_file **out,
+                                           char *err, size_t errlen);
 
 /* ---- errors ------------------------------------------------------------ */
 

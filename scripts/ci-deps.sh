@@ -11,6 +11,8 @@ RNGSNAP_DEB_PACKAGES=(
   libcmocka-dev    # tests
   libze1 libze-dev # oneAPI Level Zero loader: the xpu plugin's "no driver" path is tested for real
   valgrind         # leak/memory check of the core suites
+  libopenmpi-dev openmpi-bin # librngsnap_mpi and its mpirun tests
+  python3-dev python3-mesonpy python3-pytest python3-numpy python3-torch # the Python package and its tests
   gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user # aarch64 NEON path: cross-built, run under qemu (tests/cross)
 )
 

@@ -1,0 +1,2 @@
+/* derive.c - being written (issue 9/10). */
+#include <rngsnap.h>
