@@ -1,0 +1,345 @@
+/*
+ * context.c - rngsnap._rngsnap.Context: one rngsnap context.
+ *
+ * Context(config, resume=False) opens config (None: rngsnap_open's own
+ * default; the package's Context subclass finds rng.ini first).  Calls
+ * that do file I/O or draw release the GIL; `busy` counts them so that
+ * close() cannot free the context under a running call of another thread.
+ */
+#include "rngsnap_py.h"
+
+rngsnap *rsp_ctx_get(rsp_context *c)
+{
+    if (!c->ctx) {
+        rsp_raise_msg(RNGSNAP_E_INVALID, "rngsnap.Context is closed");
+        return NULL;
+    }
+    return c->ctx;
+}
+
+static int ctx_init(rsp_context *self, PyObject *args, PyObject *kw)
+{
+    static char *kwlist[] = {"config", "resume", NULL};
+    PyObject *config = Py_None, *path = NULL;
+    int resume = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "|Op:Context", kwlist,
+                                     &config, &resume))
+        return -1;
+    if (self->ctx) {
+        PyErr_SetString(PyExc_RuntimeError, "Context is already open");
+        return -1;
+    }
+    if (config != Py_None && !PyUnicode_FSConverter(config, &path))
+        return -1;
+    const char *p = path ? PyBytes_AS_STRING(path) : NULL;
+    rngsnap *ctx = NULL;
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = rngsnap_open(&ctx, p, resume ? RNGSNAP_RESUME : 0);
+    Py_END_ALLOW_THREADS
+    Py_XDECREF(path);
+    if (rc) {
+        rsp_raise(NULL, rc);
+        return -1;
+    }
+    self->ctx = ctx;
+    return 0;
+}
+
+static void free_apps(rsp_context *self)
+{
+    for (size_t i = 0; i < self->napps; i++)
+        rsp_app_free(self->apps[i]);
+    PyMem_Free(self->apps);
+    self->apps = NULL;
+    self->napps = 0;
+}
+
+static int ctx_traverse(rsp_context *self, visitproc visit, void *arg)
+{
+    for (size_t i = 0; i < self->napps; i++) {
+        Py_VISIT(self->apps[i]->save);
+        Py_VISIT(self->apps[i]->load);
+    }
+    return 0;
+}
+
+static int ctx_clear(rsp_context *self)
+{
+    for (size_t i = 0; i < self->napps; i++) {
+        Py_CLEAR(self->apps[i]->save);
+        Py_CLEAR(self->apps[i]->load);
+        Py_CLEAR(self->apps[i]->cached);
+    }
+    rsp_drop_pending(self);
+    return 0;
+}
+
+static void ctx_dealloc(rsp_context *self)
+{
+    PyObject_GC_UnTrack(self);
+    rngsnap_close(self->ctx);
+    self->ctx = NULL;
+    ctx_clear(self);
+    free_apps(self);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyObject *ctx_close(rsp_context *self, PyObject *unused)
+{
+    (void)unused;
+    if (self->busy)
+        return rsp_raise_msg(RNGSNAP_E_INVALID, "rngsnap.Context.close: "
+                             "another thread is using this context");
+    rngsnap_close(self->ctx);
+    self->ctx = NULL;
+    /* The C side no longer calls the callables: let them go. */
+    ctx_clear(self);
+    free_apps(self);
+    Py_RETURN_NONE;
+}
+
+static PyObject *ctx_enter(rsp_context *self, PyObject *unused)
+{
+    (void)unused;
+    if (!rsp_ctx_get(self))
+        return NULL;
+    Py_INCREF(self);
+    return (PyObject *)self;
+}
+
+static PyObject *ctx_exit(rsp_context *self, PyObject *args)
+{
+    (void)args;
+    PyObject *r = ctx_close(self, NULL);
+    Py_XDECREF(r);
+    if (!r)
+        return NULL;
+    Py_RETURN_FALSE;
+}
+
+static PyObject *ctx_seed_all(rsp_context *self, PyObject *arg)
+{
+    rngsnap *ctx = rsp_ctx_get(self);
+    if (!ctx)
+        return NULL;
+    unsigned long long seed = PyLong_AsUnsignedLongLong(arg);
+    if (seed == (unsigned long long)-1 && PyErr_Occurred())
+        return NULL;
+    int rc = rngsnap_seed_all(ctx, (uint64_t)seed);
+    if (rc)
+        return rsp_raise(self, rc);
+    Py_RETURN_NONE;
+}
+
+/* save/load: file I/O without the GIL; callbacks take it back. */
+static PyObject *ctx_file_call(rsp_context *self, PyObject *args,
+                               PyObject *kw, int save)
+{
+    static char *save_kw[] = {"path", "replace", NULL};
+    static char *load_kw[] = {"path", NULL};
+    PyObject *path = NULL;
+    int replace = 0;
+    if (save ? !PyArg_ParseTupleAndKeywords(args, kw, "O&|p:save", save_kw,
+                                            PyUnicode_FSConverter, &path,
+                                            &replace)
+             : !PyArg_ParseTupleAndKeywords(args, kw, "O&:load", load_kw,
+                                            PyUnicode_FSConverter, &path))
+        return NULL;
+    rngsnap *ctx = rsp_ctx_get(self);
+    if (!ctx) {
+        Py_DECREF(path);
+        return NULL;
+    }
+    rsp_drop_pending(self);
+    const char *p = PyBytes_AS_STRING(path);
+    int rc;
+    self->busy++;
+    Py_BEGIN_ALLOW_THREADS
+    rc = save ? rngsnap_save(ctx, p, replace ? RNGSNAP_SAVE_REPLACE : 0)
+              : rngsnap_load(ctx, p, 0);
+    Py_END_ALLOW_THREADS
+    self->busy--;
+    Py_DECREF(path);
+    for (size_t i = 0; i < self->napps; i++)
+        Py_CLEAR(self->apps[i]->cached);
+    if (rc)
+        return rsp_raise(self, rc);
+    rsp_drop_pending(self);
+    Py_RETURN_NONE;
+}
+
+static PyObject *ctx_save(rsp_context *self, PyObject *args, PyObject *kw)
+{
+    return ctx_file_call(self, args, kw, 1);
+}
+
+static PyObject *ctx_load(rsp_context *self, PyObject *args, PyObject *kw)
+{
+    return ctx_file_call(self, args, kw, 0);
+}
+
+static PyObject *ctx_register_state(rsp_context *self, PyObject *args,
+                                    PyObject *kw)
+{
+    static char *kwlist[] = {"name", "save", "load", NULL};
+    const char *name;
+    PyObject *save, *load;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "s$OO:register_state",
+                                     kwlist, &name, &save, &load))
+        return NULL;
+    if (!PyCallable_Check(save) || !PyCallable_Check(load)) {
+        PyErr_SetString(PyExc_TypeError,
+                        "register_state: save and load must be callable");
+        return NULL;
+    }
+    rngsnap *ctx = rsp_ctx_get(self);
+    if (!ctx)
+        return NULL;
+    rsp_app **grown = PyMem_Realloc(self->apps,
+                                    (self->napps + 1) * sizeof *grown);
+    rsp_app *a = PyMem_Calloc(1, sizeof *a);
+    if (grown)
+        self->apps = grown;
+    if (!grown || !a) {
+        PyMem_Free(a);
+        return PyErr_NoMemory();
+    }
+    a->owner = self;
+    a->save = Py_NewRef(save);
+    a->load = Py_NewRef(load);
+    int rc = rngsnap_register_state(ctx, name, &rsp_state_ops, a);
+    if (rc) {
+        rsp_app_free(a);
+        return rsp_raise(self, rc);
+    }
+    self->apps[self->napps++] = a;
+    Py_RETURN_NONE;
+}
+
+static PyObject *ctx_stream(rsp_context *self, PyObject *args, PyObject *kw)
+{
+    static char *kwlist[] = {"backend", "device", "name", NULL};
+    const char *backend, *name = "default";
+    int device = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "s|is:stream", kwlist,
+                                     &backend, &device, &name))
+        return NULL;
+    rngsnap *ctx = rsp_ctx_get(self);
+    if (!ctx)
+        return NULL;
+    rngsnap_stream *s;
+    int rc = rngsnap_stream_find(ctx, backend, device, name, &s);
+    if (rc)
+        return rsp_raise(self, rc);
+    return rsp_stream_new(self, s);
+}
+
+static PyObject *ctx_streams(rsp_context *self, PyObject *unused)
+{
+    (void)unused;
+    rngsnap *ctx = rsp_ctx_get(self);
+    if (!ctx)
+        return NULL;
+    size_t n = rngsnap_stream_count(ctx);
+    PyObject *list = PyList_New((Py_ssize_t)n);
+    for (size_t i = 0; list && i < n; i++) {
+        PyObject *s = rsp_stream_new(self, rngsnap_stream_at(ctx, i));
+        if (!s) {
+            Py_CLEAR(list);
+            break;
+        }
+        PyList_SET_ITEM(list, (Py_ssize_t)i, s);
+    }
+    return list;
+}
+
+static PyObject *ctx_set_rank(rsp_context *self, PyObject *args)
+{
+    int rank, world;
+    if (!PyArg_ParseTuple(args, "ii:set_rank", &rank, &world))
+        return NULL;
+    rngsnap *ctx = rsp_ctx_get(self);
+    if (!ctx)
+        return NULL;
+    int rc = rngsnap_set_rank(ctx, rank, world);
+    if (rc)
+        return rsp_raise(self, rc);
+    Py_RETURN_NONE;
+}
+
+static PyObject *ctx_get_rank_part(rsp_context *self, void *which)
+{
+    rngsnap *ctx = rsp_ctx_get(self);
+    if (!ctx)
+        return NULL;
+    int rank = 0, world = 1;
+    int rc = rngsnap_get_rank(ctx, &rank, &world);
+    if (rc)
+        return rsp_raise(self, rc);
+    return PyLong_FromLong(which ? world : rank);
+}
+
+static PyObject *ctx_closed(rsp_context *self, void *unused)
+{
+    (void)unused;
+    return PyBool_FromLong(self->ctx == NULL);
+}
+
+static PyMethodDef ctx_methods[] = {
+    {"close", (PyCFunction)ctx_close, METH_NOARGS,
+     "Close the context (streams of it then raise Error)."},
+    {"__enter__", (PyCFunction)ctx_enter, METH_NOARGS, NULL},
+    {"__exit__", (PyCFunction)ctx_exit, METH_VARARGS, NULL},
+    {"seed_all", (PyCFunction)ctx_seed_all, METH_O,
+     "seed_all(seed): seed every stream from (seed, rank, backend, "
+     "device, name)."},
+    {"save", (PyCFunction)(void (*)(void))ctx_save,
+     METH_VARARGS | METH_KEYWORDS,
+     "save(path, replace=False): write every stream and app state."},
+    {"load", (PyCFunction)(void (*)(void))ctx_load,
+     METH_VARARGS | METH_KEYWORDS,
+     "load(path): restore all or nothing."},
+    {"register_state", (PyCFunction)(void (*)(void))ctx_register_state,
+     METH_VARARGS | METH_KEYWORDS,
+     "register_state(name, *, save, load): save() -> bytes, load(bytes)."},
+    {"stream", (PyCFunction)(void (*)(void))ctx_stream,
+     METH_VARARGS | METH_KEYWORDS,
+     "stream(backend, device=0, name='default') -> Stream"},
+    {"streams", (PyCFunction)ctx_streams, METH_NOARGS,
+     "Every stream of the registry, in its fixed order."},
+    {"set_rank", (PyCFunction)ctx_set_rank, METH_VARARGS,
+     "set_rank(rank, world_size)"},
+#ifdef RSP_HAVE_RANKS
+    {"save_ranks", (PyCFunction)(void (*)(void))rsp_save_ranks,
+     METH_VARARGS | METH_KEYWORDS,
+     "save_ranks(dir, group=None): collective over torch.distributed."},
+    {"load_ranks", (PyCFunction)(void (*)(void))rsp_load_ranks,
+     METH_VARARGS | METH_KEYWORDS,
+     "load_ranks(dir, group=None, fork=False): collective."},
+#endif
+    {NULL, NULL, 0, NULL},
+};
+
+static PyGetSetDef ctx_getset[] = {
+    {"rank", (getter)ctx_get_rank_part, NULL, "this process's rank", NULL},
+    {"world_size", (getter)ctx_get_rank_part, NULL, "ranks in the job",
+     (void *)1},
+    {"closed", (getter)ctx_closed, NULL, "True once closed", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+PyTypeObject rsp_context_type = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "rngsnap._rngsnap.Context",
+    .tp_basicsize = sizeof(rsp_context),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE | Py_TPFLAGS_HAVE_GC,
+    .tp_doc = "Context(config=None, resume=False): one rngsnap context.",
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)ctx_init,
+    .tp_dealloc = (destructor)ctx_dealloc,
+    .tp_traverse = (traverseproc)ctx_traverse,
+    .tp_clear = (inquiry)ctx_clear,
+    .tp_methods = ctx_methods,
+    .tp_getset = ctx_getset,
+};

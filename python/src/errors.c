@@ -1,0 +1,105 @@
+/*
+ * errors.c - rngsnap.Error and one subclass per return code.
+ *
+ * str(e) is rngsnap_errmsg (which file, rank, section, stream); e.code is
+ * the int code, e.name its name ("RNGSNAP_E_MISMATCH").  An exception
+ * raised by a save/load callable during the C call is chained as the
+ * Error's __cause__ (raise Error(...) from exc), with its traceback.
+ */
+#include "rngsnap_py.h"
+
+/* Code -> class name; index = code. */
+static const char *const rsp_error_names[] = {
+    NULL,               /* RNGSNAP_OK */
+    "ConfigError",      /* RNGSNAP_E_CONFIG */
+    "PluginError",      /* RNGSNAP_E_PLUGIN */
+    "UnavailableError", /* RNGSNAP_E_UNAVAILABLE */
+    "IOFailedError",    /* RNGSNAP_E_IO (not IOError: that is OSError) */
+    "ExistsError",      /* RNGSNAP_E_EXISTS */
+    "CorruptError",     /* RNGSNAP_E_CORRUPT */
+    "MismatchError",    /* RNGSNAP_E_MISMATCH */
+    "OrderError",       /* RNGSNAP_E_ORDER */
+    "InvalidError",     /* RNGSNAP_E_INVALID */
+    "NoMemoryError",    /* RNGSNAP_E_NOMEM */
+    "BackendError",     /* RNGSNAP_E_BACKEND */
+    "DurabilityError",  /* RNGSNAP_E_DURABILITY */
+};
+#define RSP_NCODES (sizeof rsp_error_names / sizeof rsp_error_names[0])
+
+static PyObject *rsp_error_base;
+static PyObject *rsp_error_class[RSP_NCODES];
+
+int rsp_errors_init(PyObject *module)
+{
+    rsp_error_base = PyErr_NewExceptionWithDoc("rngsnap.Error",
+        "A failed rngsnap call: .code (int), .name (e.g. "
+        "'RNGSNAP_E_MISMATCH'); str() is the library's message.",
+        NULL, NULL);
+    if (!rsp_error_base || PyModule_AddObjectRef(module, "Error",
+                                                 rsp_error_base) < 0)
+        return -1;
+    for (size_t i = 1; i < RSP_NCODES; i++) {
+        char qual[64];
+        snprintf(qual, sizeof qual, "rngsnap.%s", rsp_error_names[i]);
+        rsp_error_class[i] = PyErr_NewException(qual, rsp_error_base, NULL);
+        if (!rsp_error_class[i]
+            || PyModule_AddObjectRef(module, rsp_error_names[i],
+                                     rsp_error_class[i]) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+static PyObject *make_error(int code, const char *msg)
+{
+    PyObject *cls = (code > 0 && (size_t)code < RSP_NCODES)
+                        ? rsp_error_class[code] : rsp_error_base;
+    PyObject *exc = PyObject_CallFunction(cls, "s", msg);
+    if (!exc)
+        return NULL;
+    PyObject *pcode = PyLong_FromLong(code);
+    PyObject *pname = PyUnicode_FromString(rngsnap_error_name(code));
+    int bad = !pcode || !pname
+              || PyObject_SetAttrString(exc, "code", pcode) < 0
+              || PyObject_SetAttrString(exc, "name", pname) < 0;
+    Py_XDECREF(pcode);
+    Py_XDECREF(pname);
+    if (bad) {
+        Py_DECREF(exc);
+        return NULL;
+    }
+    return exc;
+}
+
+PyObject *rsp_raise_msg(int code, const char *msg)
+{
+    PyObject *exc = make_error(code, msg);
+    if (exc) {
+        PyErr_SetObject((PyObject *)Py_TYPE(exc), exc);
+        Py_DECREF(exc);
+    }
+    return NULL;
+}
+
+PyObject *rsp_raise(rsp_context *owner, int code)
+{
+    PyObject *exc = make_error(code, rngsnap_errmsg(owner ? owner->ctx
+                                                          : NULL));
+    if (!exc) {
+        if (owner)
+            rsp_drop_pending(owner);
+        return NULL;
+    }
+    if (owner && owner->pending_value) {
+        /* raise Error(...) from the callable's exception */
+        PyObject *cause = owner->pending_value;
+        Py_INCREF(cause);
+        PyException_SetCause(exc, cause); /* steals cause */
+        Py_INCREF(owner->pending_value);
+        PyException_SetContext(exc, owner->pending_value);
+        rsp_drop_pending(owner);
+    }
+    PyErr_SetObject((PyObject *)Py_TYPE(exc), exc);
+    Py_DECREF(exc);
+    return NULL;
+}

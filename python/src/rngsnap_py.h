@@ -1,0 +1,70 @@
+/*
+ * rngsnap_py.h - what the files of the _rngsnap extension share.
+ *
+ * The module wraps the public rngsnap.h API only: an opaque handle per
+ * object, the GIL released around C work, every C error mapped to one
+ * exception hierarchy (errors.c).
+ */
+#ifndef RNGSNAP_PY_H
+#define RNGSNAP_PY_H
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <rngsnap.h>
+
+/* One register_state: the callables, kept alive for the context's life. */
+typedef struct rsp_app {
+    struct rsp_context *owner; /* borrowed: the context owns this        */
+    PyObject *save, *load;     /* callables                              */
+    PyObject *cached;          /* bytes from the last size() call, if any */
+} rsp_app;
+
+typedef struct rsp_context {
+    PyObject_HEAD
+    rngsnap *ctx;          /* NULL once closed                        */
+    int busy;              /* calls running with the GIL released     */
+    rsp_app **apps;
+    size_t napps;
+    /* First exception raised by a callable during the running C call
+     * (type, value, traceback), re-raised as the __cause__ of the Error. */
+    PyObject *pending_type, *pending_value, *pending_tb;
+} rsp_context;
+
+typedef struct rsp_stream {
+    PyObject_HEAD
+    rsp_context *owner;    /* strong: streams keep their context alive */
+    rngsnap_stream *s;
+} rsp_stream;
+
+extern PyTypeObject rsp_context_type, rsp_stream_type, rsp_keyed_type;
+
+/* errors.c */
+int rsp_errors_init(PyObject *module);
+/* Raise the Error subclass of code with rngsnap_errmsg(ctx) (the calling
+ * thread's message); chains a pending callable exception of owner as
+ * __cause__.  Returns NULL. */
+PyObject *rsp_raise(rsp_context *owner, int code);
+/* Raise rngsnap.Error with a message of our own (closed context). */
+PyObject *rsp_raise_msg(int code, const char *msg);
+
+/* context.c: NULL (with Error set) when the context is closed. */
+rngsnap *rsp_ctx_get(rsp_context *c);
+
+/* stream.c */
+PyObject *rsp_stream_new(rsp_context *owner, rngsnap_stream *s);
+/* dist name -> rngsnap_dist, or -1 with ValueError set. */
+int rsp_dist_from(PyObject *name);
+
+/* callbacks.c */
+extern const rngsnap_state_ops rsp_state_ops;
+/* Keep exc (fetched) as the context's pending error unless one is kept. */
+void rsp_keep_pending(rsp_context *c);
+void rsp_drop_pending(rsp_context *c);
+void rsp_app_free(rsp_app *a);
+
+/* comm.c (multi-rank; only when the core has rngsnap_save_ranks) */
+PyObject *rsp_save_ranks(rsp_context *c, PyObject *args, PyObject *kw);
+PyObject *rsp_load_ranks(rsp_context *c, PyObject *args, PyObject *kw);
+
+#endif
