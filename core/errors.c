@@ -51,10 +51,6 @@ static const struct {
 };
 #define RS_NCODES (sizeof rs_codes / sizeof rs_codes[0])
 
-/* Message of the last failed rngsnap_open of this thread (no context
- * exists to hold it). */
-static _Thread_local char rs_open_errmsg[RS_ERRMSG_MAX];
-
 /* ---- per-thread, per-context messages ---------------------------------- */
 
 #define RS_THREAD_SLOTS 8
@@ -67,11 +63,21 @@ typedef struct rs_msg_slot {
 typedef struct rs_thread_msgs {
     unsigned next; /* slot to take when none is free or ours */
     rs_msg_slot slot[RS_THREAD_SLOTS];
+    /* Message of the last failed rngsnap_open of this thread (no context
+     * exists to hold it). */
+    char open_errmsg[RS_ERRMSG_MAX];
 } rs_thread_msgs;
 
+/* The thread-local data stays a few bytes: rs_msg_count's initial-exec
+ * model puts this file's whole TLS block in the static TLS, of which
+ * glibc keeps only ~1.5 KiB for libraries opened later (Python's import,
+ * ctypes, dlopen); 4 KiB of buffers here made such an open fail with
+ * "cannot allocate memory in static TLS block". */
 static _Thread_local rs_thread_msgs *rs_msgs;
-/* Where a message goes when this thread's block cannot be allocated. */
-static _Thread_local char rs_msg_lost[RS_ERRMSG_MAX];
+/* Set when a message was lost because the block could not be allocated;
+ * the message itself goes to rs_msg_sink, never read. */
+static _Thread_local int rs_msg_lost;
+static char rs_msg_sink[RS_ERRMSG_MAX];
 _Thread_local unsigned long rs_msg_count RS_TLS_FAST;
 
 static atomic_uint_fast64_t rs_next_ctx_id = 1;
@@ -110,21 +116,32 @@ static rs_msg_slot *find_slot(const struct rngsnap *ctx)
     return NULL;
 }
 
-char *rs_errbuf(const struct rngsnap *ctx)
+/* This thread's block, allocated on first use; NULL when out of memory. */
+static rs_thread_msgs *thread_msgs(void)
 {
-    if (!ctx)
-        return rs_open_errmsg;
-    rs_msg_slot *slot = find_slot(ctx);
-    if (slot)
-        return slot->text;
     if (!rs_msgs) {
         rs_msgs = calloc(1, sizeof *rs_msgs);
-        if (!rs_msgs)
-            return rs_msg_lost;
+        if (!rs_msgs) {
+            rs_msg_lost = 1;
+            return NULL;
+        }
+        rs_msg_lost = 0;
         pthread_once(&rs_msgs_once, rs_msgs_key_create);
         if (rs_msgs_key_ok)
             pthread_setspecific(rs_msgs_key, rs_msgs);
     }
+    return rs_msgs;
+}
+
+char *rs_errbuf(const struct rngsnap *ctx)
+{
+    if (!ctx)
+        return thread_msgs() ? rs_msgs->open_errmsg : rs_msg_sink;
+    rs_msg_slot *slot = find_slot(ctx);
+    if (slot)
+        return slot->text;
+    if (!thread_msgs())
+        return rs_msg_sink;
     slot = &rs_msgs->slot[rs_msgs->next];
     rs_msgs->next = (rs_msgs->next + 1) % RS_THREAD_SLOTS;
     slot->ctx_id = ctx->id;
@@ -163,12 +180,12 @@ const char *rngsnap_error_name(int code)
 
 const char *rngsnap_errmsg(const rngsnap *ctx)
 {
-    if (!ctx)
-        return rs_open_errmsg[0] ? rs_open_errmsg : "no error";
-    const rs_msg_slot *slot = find_slot(ctx);
+    if (!ctx && rs_msgs && rs_msgs->open_errmsg[0])
+        return rs_msgs->open_errmsg;
+    const rs_msg_slot *slot = ctx ? find_slot(ctx) : NULL;
     if (slot)
         return slot->text[0] ? slot->text : "no error";
-    if (!rs_msgs && rs_msg_lost[0])
+    if (!rs_msgs && rs_msg_lost)
         return "out of memory: the message of this thread's last error "
                "could not be kept";
     return "no error";
@@ -181,7 +198,7 @@ const char *rngsnap_version(void)
 
 void rs_set_open_error(const char *msg)
 {
-    snprintf(rs_open_errmsg, sizeof rs_open_errmsg, "%s", msg ? msg : "");
+    snprintf(rs_errbuf(NULL), RS_ERRMSG_MAX, "%s", msg ? msg : "");
 }
 
 int rs_error(struct rngsnap *ctx, int code, const char *fmt, ...)
