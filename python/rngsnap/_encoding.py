@@ -1,0 +1,152 @@
+"""Pickle-free, versioned byte encodings of the generator states that
+rngsnap.torch saves as app states (docs/python.md, "Encodings").
+
+Every encoding starts with a 4-byte magic and a version byte, so a reader
+refuses a state it does not know instead of guessing.  All integers are
+little-endian.  Decoders check every length and range before returning,
+and raise rngsnap errors: CorruptError for bytes that cannot be a state
+of this kind, MismatchError for a well-formed state this process cannot
+take (a newer version, a generator of another size).
+"""
+
+import struct
+
+from . import CorruptError, MismatchError, OrderError
+
+# Header: magic (4 bytes), version (u8), three reserved bytes (zero).
+_HEAD = struct.Struct("<4sB3s")
+_ZERO3 = b"\0\0\0"
+
+
+# The C codes of the classes raised here (rngsnap.h), for .code/.name
+# as the extension sets them on the errors it raises.
+_CODES = {CorruptError: (6, "RNGSNAP_E_CORRUPT"),
+          MismatchError: (7, "RNGSNAP_E_MISMATCH"),
+          OrderError: (8, "RNGSNAP_E_ORDER")}
+
+
+def error(cls, message):
+    """An rngsnap error of class cls with message, .code and .name, marked
+    as raised by rngsnap's Python layer (rngsnap.torch re-raises it from a
+    failed load instead of the core's BackendError)."""
+    e = cls(message)
+    e.code, e.name = _CODES[cls]
+    e.rngsnap_python = True
+    return e
+
+
+def _check_head(name, data, magic, versions):
+    if not isinstance(data, (bytes, bytearray, memoryview)):
+        raise error(CorruptError, "%s: state is %s, not bytes"
+                    % (name, type(data).__name__))
+    data = bytes(data)
+    if len(data) < _HEAD.size:
+        raise error(CorruptError, "%s: state is %d bytes, shorter than the "
+                    "%d-byte header" % (name, len(data), _HEAD.size))
+    got, version, pad = _HEAD.unpack_from(data)
+    if got != magic:
+        raise error(CorruptError, "%s: state starts with %r, expected magic "
+                    "%r" % (name, got, magic))
+    if version not in versions:
+        raise error(MismatchError, "%s: state encoding version %d, this "
+                    "rngsnap reads version(s) %s" % (
+                        name, version, ", ".join(map(str, versions))))
+    if pad != _ZERO3:
+        raise error(CorruptError, "%s: reserved header bytes are not zero"
+                    % name)
+    return data
+
+
+# ---- a torch generator: its get_rng_state() bytes, as they are ----------
+# "RSTG" v1: header, u32 length, then the bytes.  The length must equal the
+# live generator's (checked by the caller, which knows it).
+TORCH_MAGIC = b"RSTG"
+_TORCH_LEN = struct.Struct("<I")
+
+
+def encode_torch(raw):
+    raw = bytes(raw)
+    return _HEAD.pack(TORCH_MAGIC, 1, _ZERO3) + _TORCH_LEN.pack(len(raw)) + raw
+
+
+def decode_torch(name, data, expect_len):
+    data = _check_head(name, data, TORCH_MAGIC, (1,))
+    off = _HEAD.size
+    if len(data) < off + _TORCH_LEN.size:
+        raise error(CorruptError, "%s: state truncated before its length"
+                    % name)
+    (n,) = _TORCH_LEN.unpack_from(data, off)
+    off += _TORCH_LEN.size
+    if n != len(data) - off:
+        raise error(CorruptError, "%s: state says %d generator bytes, holds "
+                    "%d" % (name, n, len(data) - off))
+    if n != expect_len:
+        raise error(MismatchError, "%s: checkpoint holds a %d-byte generator "
+                    "state, this process's generator has %d bytes (another "
+                    "torch version or device type?)" % (name, n, expect_len))
+    return data[off:]
+
+
+# ---- NumPy's legacy global generator (np.random.get_state()) ------------
+# "RSNP" v1: header, key u32[624], pos u32, has_gauss u32, cached_gaussian
+# f64.  2520 bytes.
+NUMPY_MAGIC = b"RSNP"
+_NP_BODY = struct.Struct("<624III d")
+
+
+def encode_numpy(state):
+    kind, key, pos, has_gauss, gauss = state
+    if kind != "MT19937" or len(key) != 624:
+        raise error(MismatchError, "numpy.global: generator %r with %d key "
+                    "words, rngsnap encodes MT19937 with 624" % (kind, len(key)))
+    return _HEAD.pack(NUMPY_MAGIC, 1, _ZERO3) + _NP_BODY.pack(
+        *[int(k) for k in key], int(pos), int(has_gauss), float(gauss))
+
+
+def decode_numpy(name, data):
+    data = _check_head(name, data, NUMPY_MAGIC, (1,))
+    want = _HEAD.size + _NP_BODY.size
+    if len(data) != want:
+        raise error(CorruptError, "%s: state is %d bytes, version 1 is %d"
+                    % (name, len(data), want))
+    v = _NP_BODY.unpack_from(data, _HEAD.size)
+    key, pos, has_gauss, gauss = v[:624], v[624], v[625], v[626]
+    if pos > 624 or has_gauss > 1:
+        raise error(CorruptError, "%s: position %d (at most 624) or has_gauss "
+                    "%d (0 or 1) out of range" % (name, pos, has_gauss))
+    return ("MT19937", key, pos, has_gauss, gauss)
+
+
+# ---- Python's random (random.getstate(), version 3) ---------------------
+# "RSPY" v1: header, 625 u32 (624 key words, then the position),
+# has_gauss u32, gauss_next f64.  2520 bytes.
+PYTHON_MAGIC = b"RSPY"
+_PY_BODY = struct.Struct("<625II d")
+
+
+def encode_python(state):
+    version, words, gauss_next = state
+    if version != 3 or len(words) != 625:
+        raise error(MismatchError, "python.random: state version %r with %d "
+                    "words, rngsnap encodes version 3 with 625"
+                    % (version, len(words)))
+    has = gauss_next is not None
+    return _HEAD.pack(PYTHON_MAGIC, 1, _ZERO3) + _PY_BODY.pack(
+        *words, int(has), float(gauss_next) if has else 0.0)
+
+
+def decode_python(name, data):
+    data = _check_head(name, data, PYTHON_MAGIC, (1,))
+    want = _HEAD.size + _PY_BODY.size
+    if len(data) != want:
+        raise error(CorruptError, "%s: state is %d bytes, version 1 is %d"
+                    % (name, len(data), want))
+    v = _PY_BODY.unpack_from(data, _HEAD.size)
+    words, has, gauss = v[:625], v[625], v[626]
+    if words[624] > 624 or has > 1:
+        raise error(CorruptError, "%s: position %d (at most 624) or has_gauss "
+                    "%d (0 or 1) out of range" % (name, words[624], has))
+    if not has and gauss != 0.0:
+        raise error(CorruptError, "%s: gauss_next set without has_gauss"
+                    % name)
+    return (3, tuple(words), gauss if has else None)

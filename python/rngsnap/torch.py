@@ -1,0 +1,341 @@
+"""rngsnap for PyTorch jobs (docs/python.md).
+
+track(ctx) puts every generator a PyTorch job draws from into the same
+checkpoint as ctx's streams, as app states (one list, walked for save and
+load alike):
+
+    rngsnap.fingerprint   what else changes results (versions, flags, env)
+    torch.cpu             torch's default CPU generator
+    torch.<acc>:<i>       the generator of device i of every accelerator
+                          torch exposes here: cuda, xpu, mps, npu
+                          (torch_npu), hpu (habana_frameworks)
+    numpy.global          NumPy's legacy global generator (np.random.*)
+    python.random         Python's random module
+
+A checkpoint with a device generator this process lacks (or lacking one it
+has) fails the load with MismatchError, as for streams: the names carry the
+device index and the core matches app states strictly.
+
+worker_init_fn() and seed_from() seed torch, NumPy and random from keyed
+streams (Stream.derive), for DataLoader workers and per-sample draws.
+"""
+
+import functools
+import random as _random
+import warnings
+
+import numpy as _np
+import torch as _torch
+
+from . import Error, MismatchError, OrderError
+from . import _encoding as _enc
+from . import _fingerprint as _fp
+
+__all__ = ["track", "Tracker", "worker_init_fn", "seed_from",
+           "WORKER_KEY_BASE"]
+
+FINGERPRINT_STATE = "rngsnap.fingerprint"
+# worker_init_fn keys (epoch, WORKER_KEY_BASE + worker id): apart from the
+# (epoch, sample index) keys a dataset draws from the same stream.
+WORKER_KEY_BASE = 1 << 63
+_MODES = ("warn", "strict", "off")
+
+
+# ---- the accelerators torch may expose, one table ------------------------
+# (prefix, import needed first or None, how to get torch's module for it).
+# Each entry's module offers is_available(), device_count(),
+# get_rng_state(device) and set_rng_state(state, device); mps has one
+# device and no index.  An absent package or module means no devices.
+
+def _import(name):
+    try:
+        __import__(name)
+        return True
+    except ImportError:  # the vendor package is not installed here
+        return False
+
+
+_ACCELERATORS = (
+    ("cuda", None),
+    ("xpu", None),
+    ("mps", None),
+    ("npu", "torch_npu"),
+    ("hpu", "habana_frameworks.torch"),
+)
+
+
+def _device_generators():
+    """[(name, device name, get() -> bytes, set(bytes))] for every visible
+    accelerator device, in table order then device order."""
+    out = []
+    for prefix, package in _ACCELERATORS:
+        if package is not None and not _import(package):
+            continue
+        mod = getattr(_torch, prefix, None)
+        if mod is None or not hasattr(mod, "get_rng_state"):
+            continue
+        try:
+            if not mod.is_available():
+                continue
+            count = mod.device_count() if hasattr(mod, "device_count") else 1
+        except RuntimeError:  # a runtime that fails its own probe
+            continue
+        for i in range(count):
+            name = "torch.%s:%d" % (prefix, i)
+            if prefix == "mps":
+                get = (lambda m=mod: m.get_rng_state())
+                put = (lambda t, m=mod: m.set_rng_state(t))
+                dev = "mps"
+            else:
+                get = (lambda m=mod, i=i: m.get_rng_state(i))
+                put = (lambda t, m=mod, i=i: m.set_rng_state(t, i))
+                try:
+                    dev = str(mod.get_device_name(i))
+                except (AttributeError, RuntimeError):
+                    dev = prefix
+            out.append((name, dev, get, put))
+    return out
+
+
+def _tensor_bytes(t):
+    return t.cpu().numpy().tobytes()
+
+
+def _bytes_tensor(raw):
+    return _torch.from_numpy(_np.frombuffer(raw, dtype=_np.uint8).copy())
+
+
+class _Generator:
+    """One tracked generator: its name, how to read it as bytes (the saved
+    encoding) and how to set it from those bytes."""
+
+    def __init__(self, name, read, write):
+        self.name, self.read, self.write = name, read, write
+
+
+def _torch_generator(name, get, put):
+    def read():
+        return _enc.encode_torch(_tensor_bytes(get()))
+
+    def write(data):
+        live = _tensor_bytes(get())
+        raw = _enc.decode_torch(name, data, len(live))
+        put(_bytes_tensor(raw))
+    return _Generator(name, read, write)
+
+
+def _numpy_generator():
+    name = "numpy.global"
+
+    def write(data):
+        _np.random.set_state(_enc.decode_numpy(name, data))
+    return _Generator(name, lambda: _enc.encode_numpy(_np.random.get_state()),
+                      write)
+
+
+def _python_generator():
+    name = "python.random"
+
+    def write(data):
+        _random.setstate(_enc.decode_python(name, data))
+    return _Generator(name, lambda: _enc.encode_python(_random.getstate()),
+                      write)
+
+
+def _ctx_world_size(ctx):
+    for attr in ("world_size",):
+        v = getattr(ctx, attr, None)
+        if isinstance(v, int):
+            return v
+    import os
+    for var in ("WORLD_SIZE", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE"):
+        if os.environ.get(var, "").isdigit():
+            return int(os.environ[var])
+    return 1
+
+
+class Tracker:
+    """What track() returns: the generators it registered (names), the
+    fingerprint mode, and the order check of a resumed context."""
+
+    def __init__(self, ctx, fingerprint, resume):
+        if fingerprint not in _MODES:
+            raise ValueError("fingerprint must be one of %s, not %r"
+                             % (", ".join(_MODES), fingerprint))
+        self.ctx = ctx
+        self.fingerprint_mode = fingerprint
+        devices = _device_generators()
+        self.generators = [_torch_generator("torch.cpu", _torch.get_rng_state,
+                                            _torch.set_rng_state)]
+        self.generators += [_torch_generator(n, g, p)
+                            for n, _, g, p in devices]
+        self.generators += [_numpy_generator(), _python_generator()]
+        self.fingerprint = _fp.collect(
+            _torch, _np, [("torch.cpu", "cpu")]
+            + [(n, d) for n, d, _, _ in devices], _ctx_world_size(ctx))
+        # Every generator's state now, for the order check of the load.
+        self._awaiting = _awaiting_load(ctx) if resume is None else resume
+        self._at_track = ({g.name: g.read() for g in self.generators}
+                          if self._awaiting else {})
+
+        # The fingerprint first: under "strict" its load fails before any
+        # generator is set (the core rolls back the streams it set).
+        ctx.register_state(FINGERPRINT_STATE, save=self._save_fingerprint,
+                           load=self._load_fingerprint)
+        for g in self.generators:
+            ctx.register_state(g.name, save=g.read, load=g.write)
+        for method in ("load", "load_ranks"):
+            if hasattr(ctx, method):
+                setattr(ctx, method, self._wrap(method, getattr(ctx, method)))
+
+    @property
+    def names(self):
+        return [FINGERPRINT_STATE] + [g.name for g in self.generators]
+
+    # -- drawn before restore ------------------------------------------
+    def _drawn(self):
+        """Names of the generators that changed since track(), while the
+        context still awaits its first load; else []."""
+        if self._awaiting and not _awaiting_load(self.ctx):
+            self._awaiting, self._at_track = False, {}
+        if not self._awaiting:
+            return []
+        return [g.name for g in self.generators
+                if g.read() != self._at_track[g.name]]
+
+    def _order_error(self, drawn, where=""):
+        return _enc.error(OrderError, (
+            "load refused, nothing restored%s: generator%s %s changed "
+            "between rngsnap.torch.track() and load() (something drew from "
+            "%s before the restore, e.g. a DataLoader iterator created or a "
+            "batch fetched; load first, then draw)") % (
+                where, "s" if len(drawn) > 1 else "", ", ".join(drawn),
+                "them" if len(drawn) > 1 else "it"))
+
+    def _check_order(self, method, kw):
+        drawn = self._drawn()
+        if method == "load_ranks":
+            drawn = _agree_ranks(drawn, kw.get("group"))
+        if drawn:
+            raise self._order_error(drawn)
+
+    def _wrap(self, method, call):
+        """ctx.load / ctx.load_ranks, checked first: a refusal happens
+        before the C load, so it changes nothing at all.  An rngsnap error
+        raised by one of our load callables (the core reports it as
+        BackendError, having rolled back) is raised as itself."""
+        @functools.wraps(call)
+        def load(*args, **kw):
+            self._check_order(method, kw)
+            try:
+                result = call(*args, **kw)
+            except Error as e:
+                c = e.__cause__
+                if getattr(c, "rngsnap_python", False):
+                    raise _enc.error(type(c), "%s\n(%s)" % (c, e)) from e
+                raise
+            self._awaiting, self._at_track = False, {}
+            return result
+        return load
+
+    # -- fingerprint ---------------------------------------------------
+    def _save_fingerprint(self):
+        return _fp.encode(self.fingerprint)
+
+    def _load_fingerprint(self, data):
+        saved = _fp.decode(FINGERPRINT_STATE, data)
+        if self.fingerprint_mode == "off":
+            return
+        diffs = _fp.differences(saved, self.fingerprint)
+        if not diffs:
+            return
+        head = ("rngsnap: this process differs from the checkpoint's "
+                "determinism fingerprint (%d difference%s); a resumed run "
+                "may not reproduce the original:" % (
+                    len(diffs), "" if len(diffs) == 1 else "s"))
+        text = "\n".join([head] + ["  " + d for d in diffs])
+        if self.fingerprint_mode == "strict":
+            raise _enc.error(MismatchError, text + "\n(fingerprint=\"strict\""
+                             ": nothing restored)")
+        warnings.warn(text, RuntimeWarning, stacklevel=2)
+
+
+def _awaiting_load(ctx):
+    """Is ctx opened with resume=True and still without a load?  Asked of
+    the core's own resume gate: a draw of 0 values, refused with
+    OrderError then, draws nothing (and takes no lock) otherwise."""
+    for s in ctx.streams():
+        try:
+            s.generate("u32", 0)
+        except OrderError:
+            return True
+        return False
+    return False
+
+
+def _agree_ranks(drawn, group):
+    """load_ranks is collective: every rank must refuse together, or the
+    others would wait in the load for ever.  Returns this rank's drawn
+    generators, or a line naming the ranks that drew."""
+    import torch.distributed as dist
+    if not (dist.is_available() and dist.is_initialized()):
+        return drawn
+    flags = _torch.zeros(dist.get_world_size(group), dtype=_torch.int32)
+    flags[dist.get_rank(group)] = 1 if drawn else 0
+    dist.all_reduce(flags, group=group)
+    if drawn or not int(flags.sum()):
+        return drawn
+    ranks = [str(r) for r in range(len(flags)) if flags[r]]
+    return ["(on rank%s %s)" % ("s" if len(ranks) > 1 else "",
+                                ", ".join(ranks))]
+
+
+def track(ctx, fingerprint="warn", resume=None):
+    """Register torch's, NumPy's and Python's generators (and the
+    fingerprint) as app states of ctx.  Call it once per context, before
+    the load of a resumed job and after anything that may draw before the
+    restore (building the model): in a context opened with resume=True,
+    ctx.load refuses with OrderError, changing nothing, when a tracked
+    generator changed between track() and load().
+
+    fingerprint: "warn" (a RuntimeWarning listing every difference),
+    "strict" (MismatchError, nothing restored) or "off" (not compared; it
+    is still saved, so checkpoints load under every mode).
+    resume: whether to check the order; by default, whether ctx awaits
+    its first load (opened with resume=True)."""
+    return Tracker(ctx, fingerprint, resume)
+
+
+# ---- keyed seeding: data-loader workers and per-sample draws --------------
+
+def seed_from(keyed):
+    """Seed torch's default generator, NumPy's global generator and
+    Python's random from the next draws of keyed (a stream or a keyed
+    stream from Stream.derive).  Returns the 64-bit torch seed."""
+    words = keyed.generate("u32", 10)
+    w = [int(x) for x in words]
+    torch_seed = w[0] | (w[1] << 32)
+    _torch.manual_seed(torch_seed)
+    _np.random.seed(_np.array(w[2:6], dtype=_np.uint32))
+    _random.seed(w[6] | (w[7] << 32) | (w[8] << 64) | (w[9] << 96))
+    return torch_seed
+
+
+class _WorkerInit:
+    """worker_init_fn for DataLoader: in worker w of epoch e, seeds torch,
+    NumPy and random from stream.derive(e, WORKER_KEY_BASE + w).  A pure
+    function of the stream's seeding, the epoch and the worker id: not of
+    prefetching, timing or how far the stream itself has drawn."""
+
+    def __init__(self, stream, epoch):
+        self.stream, self.epoch = stream, int(epoch)
+
+    def __call__(self, worker_id):
+        seed_from(self.stream.derive(self.epoch, WORKER_KEY_BASE + worker_id))
+
+
+def worker_init_fn(stream, epoch):
+    """A DataLoader worker_init_fn for this epoch (docs/python.md,
+    "Workers").  The worker derives from stream in its own process, so
+    the DataLoader must fork its workers (Linux's default)."""
+    return _WorkerInit(stream, epoch)
