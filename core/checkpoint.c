@@ -15,6 +15,8 @@
 #include <string.h>
 #include <time.h>
 
+#include <xxhash.h>
+
 #include "context.h"
 #include "format.h"
 #include "internal.h"
@@ -118,25 +120,12 @@ static int put_stream_sections(struct rngsnap *ctx, const char *path,
     return RNGSNAP_OK;
 }
 
-static int save_locked(struct rngsnap *ctx, const char *path, unsigned flags)
+int rs_save_image(struct rngsnap *ctx, const char *path, uint8_t **image,
+                  size_t *image_len, uint64_t *app_sums)
 {
-    if (!path || !*path)
-        return rs_error(ctx, RNGSNAP_E_INVALID, "save: no path given");
-    if (flags & ~SAVE_FLAGS)
-        return rs_error(ctx, RNGSNAP_E_INVALID,
-                        "save %s: unknown flags 0x%x", path,
-                        flags & ~SAVE_FLAGS);
-    int rc = rs_check_usable(ctx);
-    if (rc)
-        return rc;
-    if (atomic_load(&ctx->awaiting_load))
-        /* Saving a resumed job before its load would write fresh states
-         * over the checkpoint it is about to resume from. */
-        return rs_error(ctx, RNGSNAP_E_ORDER,
-                        "save %s: this context was opened with "
-                        "RNGSNAP_RESUME and has not loaded a checkpoint yet",
-                        path);
-
+    int rc = RNGSNAP_OK;
+    *image = NULL;
+    *image_len = 0;
     /* Size the file: one pass over the registry and the app states. */
     size_t nsec = ctx->nstreams + ctx->napps;
     if (nsec > UINT32_MAX)
@@ -212,19 +201,48 @@ static int save_locked(struct rngsnap *ctx, const char *path, unsigned flags)
             free(buf);
             goto out;
         }
+        if (app_sums)
+            app_sums[i] = XXH3_64bits(st, asz[i]);
         size_t size = rs_fmt_section_size(0, nl, asz[i]);
         rs_fmt_section_seal(p, size);
         p += size;
     }
     rs_fmt_put_trailer(buf, total);
+    *image = buf;
+    *image_len = total;
+out:
+    free(asz);
+    return rc;
+}
 
+static int save_locked(struct rngsnap *ctx, const char *path, unsigned flags)
+{
+    if (!path || !*path)
+        return rs_error(ctx, RNGSNAP_E_INVALID, "save: no path given");
+    if (flags & ~SAVE_FLAGS)
+        return rs_error(ctx, RNGSNAP_E_INVALID,
+                        "save %s: unknown flags 0x%x", path,
+                        flags & ~SAVE_FLAGS);
+    int rc = rs_check_usable(ctx);
+    if (rc)
+        return rc;
+    if (atomic_load(&ctx->awaiting_load))
+        /* Saving a resumed job before its load would write fresh states
+         * over the checkpoint it is about to resume from. */
+        return rs_error(ctx, RNGSNAP_E_ORDER,
+                        "save %s: this context was opened with "
+                        "RNGSNAP_RESUME and has not loaded a checkpoint yet",
+                        path);
+    uint8_t *buf;
+    size_t total;
+    rc = rs_save_image(ctx, path, &buf, &total, NULL);
+    if (rc)
+        return rc;
     char err[RS_ERRMSG_MAX];
     rc = rs_store_write(ctx, path, buf, total, flags, err, sizeof err);
     if (rc != RNGSNAP_OK)
         rs_error(ctx, rc, "save %s", err);
     free(buf);
-out:
-    free(asz);
     return rc;
 }
 
@@ -346,7 +364,7 @@ static void warn_if_reordered(const struct rngsnap *ctx, const char *path,
  * next entry is tried first and the search is linear only on a miss. */
 static int match_sections(struct rngsnap *ctx, const char *path,
                           const rs_fmt_view *v, uint32_t *smap,
-                          uint32_t *amap)
+                          uint32_t *amap, int apps_only)
 {
     const uint32_t none = UINT32_MAX;
     size_t n = v->header.section_count;
@@ -360,6 +378,8 @@ static int match_sections(struct rngsnap *ctx, const char *path,
         const rs_fmt_section *s = &v->sections[i];
         uint32_t *map;
         size_t found = SIZE_MAX;
+        if (apps_only && s->pub.kind == RNGSNAP_SECTION_STREAM)
+            continue;
         if (s->pub.kind == RNGSNAP_SECTION_STREAM) {
             map = smap;
             if (next_s < ctx->nstreams && stream_is(&ctx->streams[next_s], s))
@@ -399,7 +419,7 @@ static int match_sections(struct rngsnap *ctx, const char *path,
     }
     size_t missing = 0;
     char lack[600] = "", why_a[700] = "", why_b[400] = "";
-    for (size_t e = 0; e < ctx->nstreams; e++)
+    for (size_t e = 0; e < ctx->nstreams && !apps_only; e++)
         if (smap[e] == none && missing++ == 0) {
             rs_stream_label(&ctx->streams[e], lack, sizeof lack);
             why_missing(&ctx->streams[e], why_b, sizeof why_b);
@@ -563,9 +583,21 @@ static int backup_apps(struct rngsnap *ctx, const char *path, size_t **asz,
     return RNGSNAP_OK;
 }
 
-static int apply(struct rngsnap *ctx, const char *path, const rs_fmt_view *v,
-                 const uint32_t *smap, const uint32_t *amap, uint8_t *backup)
+/* Entry e's new state: the file's section, or (a fork) its seed. */
+static int set_entry(struct rngsnap *ctx, const rs_load_plan *pl, size_t e)
 {
+    const struct rngsnap_stream *s = &ctx->streams[e];
+    if (pl->seeds)
+        return s->backend->vt->seed(s->handle, pl->seeds[e],
+                                    (uint64_t)ctx->rank);
+    const rngsnap_file_section *sec = &pl->v.sections[pl->smap[e]].pub;
+    return s->backend->vt->set_state(s->handle, sec->state, sec->state_size);
+}
+
+int rs_load_commit(struct rngsnap *ctx, rs_load_plan *pl)
+{
+    const char *path = pl->path;
+    uint8_t *backup = pl->backup;
     /* Back up every live state before changing any. */
     uint8_t *p = backup;
     for (size_t e = 0; e < ctx->nstreams; e++) {
@@ -581,11 +613,11 @@ static int apply(struct rngsnap *ctx, const char *path, const rs_fmt_view *v,
         }
         p += vt->state_size;
     }
-    size_t *asz;
-    uint8_t *abuf;
-    int rc = backup_apps(ctx, path, &asz, &abuf);
+    int rc = backup_apps(ctx, path, &pl->asz, &pl->abuf);
     if (rc)
         return rc;
+    size_t *asz = pl->asz;
+    uint8_t *abuf = pl->abuf;
 
     /* A failing set_state or load callback must leave its own state
      * unchanged.  Its backup is put back anyway, against one that failed
@@ -595,10 +627,8 @@ static int apply(struct rngsnap *ctx, const char *path, const rs_fmt_view *v,
     for (size_t e = 0; e < ctx->nstreams; e++) {
         const struct rngsnap_stream *s = &ctx->streams[e];
         const rngsnap_backend *vt = s->backend->vt;
-        const rngsnap_file_section *sec = &v->sections[smap[e]].pub;
         unsigned long mark = rs_error_mark();
-        if (vt->set_state(s->handle, sec->state, sec->state_size)
-            != RNGSNAP_OK) {
+        if (set_entry(ctx, pl, e) != RNGSNAP_OK) {
             char label[600], what[64], detail[RS_ERRMSG_MAX];
             rs_stream_label(s, label, sizeof label);
             /* Keep the plugin's words: rollback calls may overwrite
@@ -610,36 +640,103 @@ static int apply(struct rngsnap *ctx, const char *path, const rs_fmt_view *v,
             mark = rs_error_mark();
             if (detail[0])
                 rs_error(ctx, RNGSNAP_E_BACKEND, "%s", detail);
-            snprintf(what, sizeof what, "set_state (rolled back%s) of",
+            snprintf(what, sizeof what, "%s (rolled back%s) of",
+                     pl->seeds ? "seed" : "set_state",
                      bad ? ", ROLLBACK INCOMPLETE" : "");
-            rc = plugin_error(ctx, RNGSNAP_E_BACKEND, what, path, label,
-                              mark);
-            goto out;
+            return plugin_error(ctx, RNGSNAP_E_BACKEND, what, path, label,
+                                mark);
         }
         p += vt->state_size;
     }
     const uint8_t *ab = abuf;
     for (size_t i = 0; i < ctx->napps; i++) {
         const rs_app_state *a = &ctx->apps[i];
-        const rngsnap_file_section *sec = &v->sections[amap[i]].pub;
+        const rngsnap_file_section *sec = &pl->v.sections[pl->amap[i]].pub;
         int arc = a->ops.load(a->user, sec->state, sec->state_size);
         if (arc != 0) {
             size_t bad = rollback_apps(ctx, abuf, asz, i)
                          + rollback_streams(ctx, backup, ctx->nstreams);
             (void)a->ops.load(a->user, ab, asz[i]);
-            rc = rs_error(ctx, RNGSNAP_E_BACKEND,
-                          "load %s: app state %s: load callback returned %d; "
-                          "%s",
-                          path, a->name, arc,
-                          bad ? "ROLLBACK INCOMPLETE"
-                              : "everything rolled back");
-            goto out;
+            return rs_error(ctx, RNGSNAP_E_BACKEND,
+                            "load %s: app state %s: load callback returned "
+                            "%d; %s",
+                            path, a->name, arc,
+                            bad ? "ROLLBACK INCOMPLETE"
+                                : "everything rolled back");
         }
         ab += asz[i];
     }
-out:
-    free(asz);
-    free(abuf);
+    pl->committed = 1;
+    return RNGSNAP_OK;
+}
+
+size_t rs_load_undo(struct rngsnap *ctx, rs_load_plan *pl)
+{
+    if (!pl->committed)
+        return 0;
+    pl->committed = 0;
+    return rollback_apps(ctx, pl->abuf, pl->asz, ctx->napps)
+           + rollback_streams(ctx, pl->backup, ctx->nstreams);
+}
+
+void rs_load_finish(rs_load_plan *pl)
+{
+    free(pl->asz);
+    free(pl->abuf);
+    free(pl->scratch);
+    rs_fmt_view_free(&pl->v);
+    memset(pl, 0, sizeof *pl);
+}
+
+/* ---- load: preparing ----------------------------------------------------- */
+
+int rs_load_prepare(struct rngsnap *ctx, const char *path,
+                    const uint8_t *buf, size_t len, const uint64_t *seeds,
+                    int32_t fork_world, rs_load_plan *pl)
+{
+    memset(pl, 0, sizeof *pl);
+    pl->path = path;
+    pl->seeds = seeds;
+    size_t backups = 0;
+    for (size_t e = 0; e < ctx->nstreams; e++)
+        backups += ctx->streams[e].backend->vt->state_size;
+
+    char err[RS_ERRMSG_MAX];
+    int rc = rs_fmt_decode(buf, len, path, 0, &pl->v, err, sizeof err);
+    if (rc)
+        return rs_error(ctx, rc, "%s; nothing restored", err);
+    const rngsnap_file_header *h = &pl->v.header;
+    if (seeds && (h->rank != 0 || h->world_size != fork_world))
+        return rs_error(ctx, RNGSNAP_E_MISMATCH,
+                        "%s: checkpoint is rank %d of %d, a fork reads "
+                        "rank 0 of %d; nothing restored",
+                        path, (int)h->rank, (int)h->world_size,
+                        (int)fork_world);
+    if (!seeds
+        && (h->rank != ctx->rank || h->world_size != ctx->world_size))
+        return rs_error(ctx, RNGSNAP_E_MISMATCH,
+                        "%s: checkpoint is rank %d of %d, this process is "
+                        "rank %d of %d; nothing restored (configuration "
+                        "%s). Each rank loads the file its own rank saved, "
+                        "with the same world size: check the launcher's "
+                        "RANK/WORLD_SIZE (or OMPI_COMM_WORLD_*, PMI_*) or "
+                        "rngsnap_set_rank, and which file this rank opens",
+                        path, (int)h->rank, (int)h->world_size, ctx->rank,
+                        ctx->world_size, ctx->ini_path);
+    /* One scratch block: entry -> section maps, then state backups. */
+    size_t maps = (ctx->nstreams + ctx->napps) * sizeof(uint32_t);
+    pl->scratch = malloc(maps + backups + 1);
+    if (!pl->scratch)
+        return rs_error(ctx, RNGSNAP_E_NOMEM, "load %s: out of memory",
+                        path);
+    pl->smap = (uint32_t *)pl->scratch;
+    pl->amap = pl->smap + ctx->nstreams;
+    pl->backup = pl->scratch + maps;
+    rc = match_sections(ctx, path, &pl->v, pl->smap, pl->amap, seeds != NULL);
+    if (!rc && !seeds)
+        rc = check_states(ctx, path, &pl->v, pl->smap);
+    if (!rc && !seeds)
+        warn_if_reordered(ctx, path, &pl->v, pl->smap);
     return rc;
 }
 
@@ -648,55 +745,22 @@ out:
 int rs_load_image(struct rngsnap *ctx, const char *path, const uint8_t *buf,
                   size_t len)
 {
-    size_t backups = 0;
-    for (size_t e = 0; e < ctx->nstreams; e++)
-        backups += ctx->streams[e].backend->vt->state_size;
-
-    char err[RS_ERRMSG_MAX];
-    rs_fmt_view v;
-    int rc = rs_fmt_decode(buf, len, path, 0, &v, err, sizeof err);
-    if (rc)
-        return rs_error(ctx, rc, "%s; nothing restored", err);
-    uint8_t *scratch = NULL;
-    if (v.header.rank != ctx->rank || v.header.world_size != ctx->world_size) {
-        rc = rs_error(ctx, RNGSNAP_E_MISMATCH,
-                      "%s: checkpoint is rank %d of %d, this process is rank "
-                      "%d of %d; nothing restored (configuration %s). Each "
-                      "rank loads the file its own rank saved, with the "
-                      "same world size: check the launcher's RANK/"
-                      "WORLD_SIZE (or OMPI_COMM_WORLD_*, PMI_*) or "
-                      "rngsnap_set_rank, and which file this rank opens",
-                      path, (int)v.header.rank, (int)v.header.world_size,
-                      ctx->rank, ctx->world_size, ctx->ini_path);
-        goto out;
-    }
-    /* One scratch block: entry -> section maps, then state backups. */
-    size_t maps = (ctx->nstreams + ctx->napps) * sizeof(uint32_t);
-    scratch = malloc(maps + backups + 1);
-    if (!scratch) {
-        rc = rs_error(ctx, RNGSNAP_E_NOMEM, "load %s: out of memory", path);
-        goto out;
-    }
-    uint32_t *smap = (uint32_t *)scratch, *amap = smap + ctx->nstreams;
-    rc = match_sections(ctx, path, &v, smap, amap);
-    if (!rc)
-        rc = check_states(ctx, path, &v, smap);
-    if (!rc)
-        warn_if_reordered(ctx, path, &v, smap);
+    rs_load_plan pl;
+    int rc = rs_load_prepare(ctx, path, buf, len, NULL, 0, &pl);
     if (!rc) {
         /* Draws on other threads wait while the states change, and see
          * the gate open only with the loaded states in place. */
         rs_streams_lock_all(ctx);
-        rc = apply(ctx, path, &v, smap, amap, scratch + maps);
+        rc = rs_load_commit(ctx, &pl);
         if (!rc) {
+            /* a single file records no fork history */
+            memset(ctx->forked_from, 0, sizeof ctx->forked_from);
             atomic_store(&ctx->loaded, 1);
             atomic_store(&ctx->awaiting_load, 0);
         }
         rs_streams_unlock_all(ctx);
     }
-out:
-    free(scratch);
-    rs_fmt_view_free(&v);
+    rs_load_finish(&pl);
     return rc;
 }
 
@@ -705,6 +769,11 @@ static int load_locked(struct rngsnap *ctx, const char *path,
 {
     if (!path || !*path)
         return rs_error(ctx, RNGSNAP_E_INVALID, "load: no path given");
+    if (flags & RNGSNAP_LOAD_FORK)
+        return rs_error(ctx, RNGSNAP_E_INVALID,
+                        "load %s: fork applies to multi-rank folders "
+                        "(rngsnap_load_ranks)",
+                        path);
     if (flags & ~LOAD_FLAGS)
         return rs_error(ctx, RNGSNAP_E_INVALID, "load %s: unknown flags 0x%x",
                         path, flags & ~LOAD_FLAGS);

@@ -90,6 +90,9 @@ struct rngsnap {
     atomic_int awaiting_load; /* RESUME gate: draws refused until a load */
     atomic_int loaded;   /* a load has succeeded                        */
     int log_level;       /* rng.ini `log` (-1 unset); RNGSNAP_LOG wins  */
+    /* Id of the multi-rank checkpoint a fork in this job's history
+     * started from (all zero: none); recorded by every save_ranks. */
+    uint8_t forked_from[16];
 };
 
 /* Set the calling thread's message on ctx (printf-style) and return

@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "context.h"
+#include "format.h"
 
 /* ---- errors.c ---- */
 
@@ -89,6 +90,43 @@ int rs_find_duplicate(const uint64_t *seeds, size_t n, size_t *i, size_t *j);
  * nothing.  Also the entry point of the load fuzzer (tests/fuzz). */
 int rs_load_image(struct rngsnap *ctx, const char *path, const uint8_t *buf,
                   size_t len);
+
+/* Build ctx's checkpoint image into a new buffer (free()); path only
+ * names it in messages.  app_sums (ctx->napps entries, or NULL) gets the
+ * XXH3-64 of each app state's bytes.  The caller holds ctx->lock. */
+int rs_save_image(struct rngsnap *ctx, const char *path, uint8_t **image,
+                  size_t *image_len, uint64_t *app_sums);
+
+/* A load in two phases, so that many ranks can agree between them:
+ * prepare (decode, verify, match, plugin validate_state; nothing
+ * changes), commit (back up, then apply; on failure it rolls itself
+ * back), then undo (put the backups back) or just finish (free). */
+typedef struct rs_load_plan {
+    const char *path;       /* names the file in messages               */
+    const uint64_t *seeds;  /* fork: entry e gets seed(seeds[e], rank)  */
+    rs_fmt_view v;          /* points into the caller's buffer          */
+    uint8_t *scratch;       /* maps, then stream backups (one block)    */
+    uint32_t *smap, *amap;  /* entry/app -> section index               */
+    uint8_t *backup;        /* every stream's state before commit       */
+    size_t *asz;            /* app backups: sizes and bytes             */
+    uint8_t *abuf;
+    int committed;          /* commit succeeded: undo has work to do    */
+} rs_load_plan;
+
+/* seeds NULL: an exact resume, buf must be this rank's file.  seeds set
+ * (ctx->nstreams of them): a fork, buf is rank 0's file of a
+ * fork_world-rank checkpoint and only its app states are used.  buf must
+ * outlive the plan.  Always rs_load_finish the plan afterwards. */
+int rs_load_prepare(struct rngsnap *ctx, const char *path,
+                    const uint8_t *buf, size_t len, const uint64_t *seeds,
+                    int32_t fork_world, rs_load_plan *plan);
+/* The caller holds every stream's lock (and keeps it until it knows
+ * whether to undo).  Does not touch the resume gate. */
+int rs_load_commit(struct rngsnap *ctx, rs_load_plan *plan);
+/* After a successful commit: restore the backups.  Returns how many
+ * states could not be put back (0: all). */
+size_t rs_load_undo(struct rngsnap *ctx, rs_load_plan *plan);
+void rs_load_finish(rs_load_plan *plan);
 
 /* ---- small helpers (errors.c) ---- */
 

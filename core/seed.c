@@ -199,6 +199,8 @@ static int seed_all_locked(struct rngsnap *ctx, uint64_t seed)
     rs_streams_lock_all(ctx);
     rc = seed_streams(ctx, seeds, saved);
     rs_streams_unlock_all(ctx);
+    if (!rc) /* fresh seeds: no fork in this job's history any more */
+        memset(ctx->forked_from, 0, sizeof ctx->forked_from);
 out:
     free(seeds);
     free(saved);

@@ -1,0 +1,27 @@
+/*
+ * thread_comm.h - an in-process communicator for multi-rank tests: N
+ * threads, one per rank, whose rngsnap_comm collectives meet at a
+ * pthread barrier.  Each body opens its own rngsnap context.
+ */
+#ifndef RNGSNAP_TEST_THREAD_COMM_H
+#define RNGSNAP_TEST_THREAD_COMM_H
+
+#include <rngsnap.h>
+
+/* One rank's work; its return value is that rank's result. */
+typedef int (*thread_comm_body)(int rank, const rngsnap_comm *c, void *arg);
+
+/* Run body on nranks threads (1..1024) at once, each with its own comm
+ * (c->rank = rank, c->size = nranks), and wait for all.  Returns 0 when
+ * every body returned 0, else the lowest rank's nonzero result; -1 if
+ * the threads could not be started. */
+int thread_comm_run(int nranks, thread_comm_body body, void *arg);
+
+/* Test hook: collective call number `call` (0-based, counted per rank
+ * over allgather and broadcast together; ranks make the same calls in
+ * the same order) returns rc on EVERY rank instead of communicating, so
+ * that no rank waits for one that gave up.  Applies to the next
+ * thread_comm_run only; call -1 clears it. */
+void thread_comm_fail(int call, int rc);
+
+#endif
