@@ -1,0 +1,109 @@
+"""Every error class from a failing C call, with the library's message."""
+import numpy as np
+import pytest
+
+import rngsnap
+
+
+def _save(ctx, path):
+    ctx.save(str(path))
+    return path
+
+
+def test_hierarchy():
+    for name in ("ConfigError", "PluginError", "UnavailableError",
+                 "IOFailedError", "ExistsError", "CorruptError",
+                 "MismatchError", "OrderError", "InvalidError",
+                 "NoMemoryError", "BackendError", "DurabilityError"):
+        assert issubclass(getattr(rngsnap, name), rngsnap.Error)
+
+
+def test_config_error_names_file(tmp_path):
+    ini = tmp_path / "rng.ini"
+    ini.write_text("[backend.cpu]\nthis line has no equals sign\n")
+    with pytest.raises(rngsnap.ConfigError) as e:
+        rngsnap.Context(str(ini))
+    assert e.value.code == 1 and e.value.name == "RNGSNAP_E_CONFIG"
+    assert str(ini) + ":2:" in str(e.value)
+
+
+def test_exists_and_corrupt(ctx, tmp_path):
+    path = _save(ctx, tmp_path / "a.rngsnap")
+    with pytest.raises(rngsnap.ExistsError) as e:
+        ctx.save(str(path))
+    assert e.value.code == 5 and str(path) in str(e.value)
+    ctx.save(path, replace=True)  # PathLike accepted
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2] ^= 0x10
+    bad = tmp_path / "bad.rngsnap"
+    bad.write_bytes(bytes(data))
+    s = ctx.stream("cpu", 0, "default")
+    before = s.position()
+    with pytest.raises(rngsnap.CorruptError) as e:
+        ctx.load(bad)
+    assert e.value.code == 6 and e.value.name == "RNGSNAP_E_CORRUPT"
+    assert str(bad) in str(e.value)
+    assert s.position() == before
+
+
+def test_mismatch_names_section(ctx, tmp_path):
+    ctx.register_state("sampler", save=lambda: b"x", load=lambda b: None)
+    path = _save(ctx, tmp_path / "a.rngsnap")
+    other = rngsnap.Context()
+    s = other.stream("cpu", 0, "default")
+    other.seed_all(5)
+    before = s.position()
+    with pytest.raises(rngsnap.MismatchError) as e:
+        other.load(path)
+    assert e.value.code == 7 and e.value.name == "RNGSNAP_E_MISMATCH"
+    assert "sampler" in str(e.value)
+    assert s.position() == before
+    other.close()
+
+
+def test_order_error_before_load_and_seed_after(ctx, tmp_path):
+    path = _save(ctx, tmp_path / "a.rngsnap")
+    with rngsnap.Context(resume=True) as r:
+        s = r.stream("cpu", 0, "dropout")
+        for call in (lambda: s.generate("u32", 1),
+                     lambda: s.generate("u32", out=np.zeros(1, np.uint32)),
+                     lambda: s.reserve(1), lambda: s.derive(1, 2)):
+            with pytest.raises(rngsnap.OrderError) as e:
+                call()
+            assert e.value.code == 8 and e.value.name == "RNGSNAP_E_ORDER"
+            assert "cpu:0/dropout" in str(e.value)
+        r.load(path)
+        s.generate("u32", 1)
+        with pytest.raises(rngsnap.OrderError):
+            r.seed_all(1)
+
+
+def test_io_error(ctx, tmp_path):
+    with pytest.raises(rngsnap.IOFailedError) as e:
+        ctx.load(tmp_path / "missing.rngsnap")
+    assert e.value.code == 4 and "missing.rngsnap" in str(e.value)
+
+
+def test_closed_context(tmp_path):
+    c = rngsnap.Context()
+    s = c.stream("cpu", 0, "default")
+    k = s.derive(1, 1)
+    c.close()
+    assert c.closed
+    for call in (lambda: c.seed_all(1), lambda: c.save(tmp_path / "x"),
+                 lambda: c.load(tmp_path / "x"), lambda: c.stream("cpu"),
+                 lambda: s.generate("u32", 1), lambda: s.position(),
+                 lambda: k.generate("u32", 1),
+                 lambda: c.register_state("a", save=bytes, load=print)):
+        with pytest.raises(rngsnap.Error, match="closed") as e:
+            call()
+        assert e.value.name == "RNGSNAP_E_INVALID"
+    c.close()  # twice is fine
+    with pytest.raises(rngsnap.Error, match="closed"):
+        with c:
+            pass
+
+
+def test_stream_keeps_context_alive():
+    s = rngsnap.Context().stream("cpu", 0, "default")  # context unnamed
+    assert s.generate("u32", 3).shape == (3,)
