@@ -69,8 +69,15 @@ int cli_common_arg(const char *cmd, int argc, char **argv, int *i,
 int cli_file_open(const char *cmd, const char *path, rngsnap_file **out,
                   int corrupt_is_check);
 
-/* The library's message and code of the last failed cli_file_open. */
+/* The library's message and code of the last failed cli_file_open (or
+ * cli_manifest_open, folder.h). */
 const char *cli_file_error(int *rc);
+
+/* Record a failure for cli_file_error (the --json error objects). */
+void cli_set_file_error(int rc, const char *msg);
+
+/* "2026-11-30T22:12:22Z" of a Unix time, into buf. */
+const char *cli_iso_time(int64_t t, char *buf, size_t len);
 
 /* Printable name of a state format ("philox4x32-10", or its four ASCII
  * characters, or hex) into buf. */
@@ -79,6 +86,19 @@ const char *cli_format_name(uint32_t format, char *buf, size_t len);
 /* "backend:device/name" or "app:name" of a section, into buf. */
 const char *cli_section_label(const rngsnap_file_section *s, char *buf,
                               size_t len);
+
+/* One checkpoint file's report, shared by the file and folder forms of
+ * inspect and diff (a folder's report is one per rank).  The JSON forms
+ * write one object without a final newline; ind is put after each
+ * newline inside it, so that it can be nested. */
+void inspect_file_text(const char *path, const rngsnap_file *f);
+void inspect_file_json(const char *path, const rngsnap_file *f,
+                       const char *ind);
+/* Exit code CLI_OK (identical) or CLI_FAIL (they differ). */
+int diff_files_text(const char *const path[2], rngsnap_file *const f[2],
+                    int all);
+int diff_files_json(const char *const path[2], rngsnap_file *const f[2],
+                    int all, const char *ind);
 
 /* The subcommands. */
 int cmd_backends(const cli_globals *g, int argc, char **argv);

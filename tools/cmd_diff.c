@@ -4,19 +4,21 @@
  * the same (seed, subsequence), how many words apart they are.
  *
  * One walk over the entries (walk()) feeds either the text report or the
- * JSON one, so the two cannot disagree.
+ * JSON one, so the two cannot disagree.  Two multi-rank folders are
+ * compared rank by rank by diff_folders.c with the same functions.
  */
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "cli.h"
+#include "folder.h"
 #include "json.h"
 
 static void help(void)
 {
     printf(
-        "usage: rngsnap diff A B [--all] [--json]\n"
+        "usage: rngsnap diff A B [--all] [--json]   (two files or two folders)\n"
         "\n"
         "Compare two checkpoints entry by entry (stream sections by backend,\n"
         "device and stream; app states by name).  For each entry that\n"
@@ -25,6 +27,13 @@ static void help(void)
         "subsequence, how many words one is ahead of the other.  Rank and\n"
         "world size are compared too; the creation time is not.\n"
         "\n"
+        "A and B multi-rank checkpoint folders: every rank file of both is\n"
+        "checked against its MANIFEST first, then rank by rank the files\n"
+        "are compared as above (a \"== rank R ==\" line, then the file\n"
+        "report), closing with the ranks that differ.  Folders of other\n"
+        "world sizes differ (not compared rank by rank).  A folder and a\n"
+        "file cannot be compared (usage error).\n"
+        "\n"
         "  --all   list identical entries as well\n"
         "  --json  one JSON object on stdout: {\"a\", \"b\", \"identical\",\n"
         "          \"rank\", \"world_size\" ({\"a\", \"b\"} each),\n"
@@ -32,10 +41,15 @@ static void help(void)
         "          \"sections\": [{\"label\", \"kind\", (\"backend\", \"device\",)\n"
         "          \"name\", \"status\", \"difference\", \"detail\"\n"
         "          (, \"ahead\", \"words\")}]}; a file that cannot be used\n"
-        "          gives {\"file\", \"error\", \"error_code\"} (exit 2)\n"
+        "          gives {\"file\", \"error\", \"error_code\"} (exit 2).\n"
+        "          Folders: {\"a\", \"b\", \"id\", \"world_size\" ({\"a\",\n"
+        "          \"b\"} each), \"ranks\": [the FILE object of each rank],\n"
+        "          \"differing_ranks\": [ranks], \"identical\"}\n"
         "\n"
-        "Exit status: 0 identical; 1 they differ; 2 usage or I/O error, or a\n"
-        "file that is not a sound checkpoint.\n");
+        "Exit status: 0 identical; 1 they differ (folders: also another\n"
+        "world size); 2 usage or I/O error, or a file that is not a sound\n"
+        "checkpoint (folders: no MANIFEST, or a MANIFEST or rank file that\n"
+        "fails verify).\n");
 }
 
 static int same_key(const rngsnap_file_section *a,
@@ -130,6 +144,7 @@ static const char *const status_word[] = {"only_in_a", "only_in_b",
 /* The report being written: text or JSON, and what was counted. */
 typedef struct diff_report {
     int json, all;
+    const char *ind; /* JSON: put after each newline (nesting) */
     size_t entries, ndiff, shown;
 } diff_report;
 
@@ -147,12 +162,12 @@ static void report_text(const rngsnap_file_section *s, int status,
 }
 
 static void report_json(const rngsnap_file_section *s, int status,
-                        const diff_result *r, size_t index)
+                        const diff_result *r, size_t index, const char *ind)
 {
     char label[512];
     int n = 0;
     const char *sep = ", ";
-    printf("%s\n    {", index ? "," : "");
+    printf("%s\n%s    {", index ? "," : "", ind);
     json_key(stdout, &n, sep, "label");
     json_string(stdout, cli_section_label(s, label, sizeof label));
     json_key(stdout, &n, sep, "kind");
@@ -190,7 +205,7 @@ static void report(diff_report *rep, const rngsnap_file_section *s,
     else if (!rep->all)
         return;
     if (rep->json)
-        report_json(s, status, r, rep->shown);
+        report_json(s, status, r, rep->shown, rep->ind);
     else
         report_text(s, status, r);
     rep->shown++;
@@ -223,8 +238,8 @@ static int header_differs(const rngsnap_file_header *ha,
     return ha->rank != hb->rank || ha->world_size != hb->world_size;
 }
 
-static int diff_text(const char *const path[2], rngsnap_file *const f[2],
-                     int all)
+int diff_files_text(const char *const path[2], rngsnap_file *const f[2],
+                    int all)
 {
     const rngsnap_file_header *ha = rngsnap_file_header_get(f[0]);
     const rngsnap_file_header *hb = rngsnap_file_header_get(f[1]);
@@ -236,21 +251,22 @@ static int diff_text(const char *const path[2], rngsnap_file *const f[2],
         printf("  rank/world size differ: A %" PRId32 "/%" PRId32 ", B %"
                PRId32 "/%" PRId32 "\n", ha->rank, ha->world_size, hb->rank,
                hb->world_size);
-    diff_report rep = {.json = 0, .all = all};
+    diff_report rep = {.json = 0, .all = all, .ind = ""};
     walk(f, &rep);
     printf("%zu of %zu entries differ%s\n", rep.ndiff, rep.entries,
            hdiff && !rep.ndiff ? " (headers differ)" : "");
     return hdiff || rep.ndiff ? CLI_FAIL : CLI_OK;
 }
 
-static int diff_json(const char *const path[2], rngsnap_file *const f[2],
-                     int all)
+int diff_files_json(const char *const path[2], rngsnap_file *const f[2],
+                    int all, const char *ind)
 {
     const rngsnap_file_header *ha = rngsnap_file_header_get(f[0]);
     const rngsnap_file_header *hb = rngsnap_file_header_get(f[1]);
     int n = 0;
-    const char *sep = ",\n  ";
-    fputs("{\n  ", stdout);
+    char sep[80];
+    snprintf(sep, sizeof sep, ",\n%s  ", ind);
+    printf("{\n%s  ", ind);
     json_key(stdout, &n, sep, "a");
     json_string(stdout, path[0]);
     json_key(stdout, &n, sep, "b");
@@ -262,9 +278,11 @@ static int diff_json(const char *const path[2], rngsnap_file *const f[2],
            hb->world_size);
     json_key(stdout, &n, sep, "sections");
     fputs("[", stdout);
-    diff_report rep = {.json = 1, .all = all};
+    diff_report rep = {.json = 1, .all = all, .ind = ind};
     walk(f, &rep);
-    printf("%s]", rep.shown ? "\n  " : "");
+    if (rep.shown)
+        printf("\n%s  ", ind);
+    fputs("]", stdout);
     int hdiff = header_differs(ha, hb);
     json_key(stdout, &n, sep, "header_differs");
     json_bool(stdout, hdiff);
@@ -274,7 +292,7 @@ static int diff_json(const char *const path[2], rngsnap_file *const f[2],
     printf("%zu", rep.ndiff);
     json_key(stdout, &n, sep, "identical");
     json_bool(stdout, !hdiff && !rep.ndiff);
-    fputs("\n}\n", stdout);
+    printf("\n%s}", ind);
     return hdiff || rep.ndiff ? CLI_FAIL : CLI_OK;
 }
 
@@ -305,6 +323,16 @@ int cmd_diff(const cli_globals *g, int argc, char **argv)
         cli_err("diff", "needs two files A and B (see --help)");
         return CLI_USAGE;
     }
+    int dirs = folder_is_dir(path[0]) + folder_is_dir(path[1]);
+    if (dirs == 2)
+        return diff_folders(path, all, json);
+    if (dirs == 1) {
+        int k = folder_is_dir(path[0]) ? 0 : 1;
+        cli_err("diff", "%s is a folder and %s is not: compare two "
+                "checkpoint files or two multi-rank folders (see --help)",
+                path[k], path[1 - k]);
+        return CLI_USAGE;
+    }
     rngsnap_file *f[2] = {NULL, NULL};
     for (int k = 0; k < 2; k++) {
         int rc = cli_file_open("diff", path[k], &f[k], 0);
@@ -318,7 +346,13 @@ int cmd_diff(const cli_globals *g, int argc, char **argv)
             return rc;
         }
     }
-    int rc = json ? diff_json(path, f, all) : diff_text(path, f, all);
+    int rc;
+    if (json) {
+        rc = diff_files_json(path, f, all, "");
+        putchar('\n');
+    } else {
+        rc = diff_files_text(path, f, all);
+    }
     rngsnap_file_close(f[0]);
     rngsnap_file_close(f[1]);
     return rc;

@@ -1,6 +1,8 @@
 /*
  * cmd_inspect.c - `rngsnap inspect FILE [--json]`: the header and every
- * section of a checkpoint, as a table or as JSON for scripts.
+ * section of a checkpoint, as a table or as JSON for scripts.  A
+ * multi-rank folder is shown by inspect_folder.c with the same per-file
+ * functions (inspect_file_text/json).
  *
  * The file is read with rngsnap_file_open, which verifies the structure
  * and every checksum first: a file that inspect shows has passed verify.
@@ -8,17 +10,17 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
 
 #include <rngsnap/backend.h>
 
 #include "cli.h"
+#include "folder.h"
 #include "json.h"
 
 static void help(void)
 {
     printf(
-        "usage: rngsnap inspect FILE [--json]\n"
+        "usage: rngsnap inspect FILE|DIR [--json]\n"
         "\n"
         "Show a checkpoint's header (format and library version, rank and\n"
         "world size, creation time, size, whole-file checksum) and every\n"
@@ -27,24 +29,27 @@ static void help(void)
         "sections (name, size), each with its checksum.  The file is fully\n"
         "verified first, so every checksum shown is correct.\n"
         "\n"
+        "DIR, a multi-rank checkpoint folder: its MANIFEST (checkpoint id,\n"
+        "creation time, world size, the checkpoint it was forked from, each\n"
+        "app state and whether it is identical on all ranks), then each\n"
+        "rank's file as inspect FILE shows it (checked against the manifest\n"
+        "first; one that fails is reported in its place).\n"
+        "\n"
         "  --json   one JSON object on stdout; 64-bit values are plain JSON\n"
         "           numbers (exact in Python; may exceed 2^53), checksums\n"
         "           are 16-digit hex strings.  A file that cannot be shown\n"
         "           gives {\"file\", \"error\", \"error_code\"} (and the same\n"
-        "           exit status).\n"
+        "           exit status).  DIR: {\"dir\", \"format_version\", \"id\",\n"
+        "           \"created_unix\", \"created\", \"world_size\",\n"
+        "           \"forked_from\" (null: none), \"apps\": [{\"name\",\n"
+        "           \"checksum\", \"same_on_all_ranks\"}], \"ranks\": [{\"rank\",\n"
+        "           \"file\", \"size\", \"checksum\", \"error\", \"error_code\",\n"
+        "           \"inspect\": the FILE object, null when it failed}]}\n"
         "\n"
         "Exit status: 0 shown; 1 the file is corrupt (checksum, truncation,\n"
-        "unknown format: the reason is printed); 2 usage or I/O error.\n");
-}
-
-static void iso_time(int64_t t, char *buf, size_t len)
-{
-    time_t tt = (time_t)t;
-    struct tm tm;
-    if (gmtime_r(&tt, &tm))
-        strftime(buf, len, "%Y-%m-%dT%H:%M:%SZ", &tm);
-    else
-        snprintf(buf, len, "?");
+        "unknown format: the reason is printed), or a rank file of DIR\n"
+        "fails or its MANIFEST is damaged; 2 usage or I/O error (also: DIR\n"
+        "has no MANIFEST, so there is no committed checkpoint to show).\n");
 }
 
 static void hex(FILE *to, const void *p, size_t n)
@@ -54,11 +59,11 @@ static void hex(FILE *to, const void *p, size_t n)
         fprintf(to, "%02x", b[i]);
 }
 
-static void print_text(const char *path, const rngsnap_file *f)
+void inspect_file_text(const char *path, const rngsnap_file *f)
 {
     const rngsnap_file_header *h = rngsnap_file_header_get(f);
     char when[64], fmt[64], label[512];
-    iso_time(h->created_unix, when, sizeof when);
+    cli_iso_time(h->created_unix, when, sizeof when);
     printf("file:            %s\n", path);
     printf("format version:  %" PRIu32 "\n", h->format_version);
     printf("library:         %s\n", h->library_version);
@@ -93,34 +98,38 @@ static void print_text(const char *path, const rngsnap_file *f)
     }
 }
 
-static void print_json(const char *path, const rngsnap_file *f)
+void inspect_file_json(const char *path, const rngsnap_file *f,
+                       const char *ind)
 {
     const rngsnap_file_header *h = rngsnap_file_header_get(f);
     char when[64], fmt[64];
-    iso_time(h->created_unix, when, sizeof when);
-    printf("{\n  \"file\": ");
+    cli_iso_time(h->created_unix, when, sizeof when);
+    printf("{\n%s  \"file\": ", ind);
     json_string(stdout, path);
-    printf(",\n  \"header\": {\n");
-    printf("    \"format_version\": %" PRIu32 ",\n", h->format_version);
-    printf("    \"library_version\": ");
+    printf(",\n%s  \"header\": {\n", ind);
+    printf("%s    \"format_version\": %" PRIu32 ",\n", ind,
+           h->format_version);
+    printf("%s    \"library_version\": ", ind);
     json_string(stdout, h->library_version);
-    printf(",\n    \"rank\": %" PRId32 ",\n", h->rank);
-    printf("    \"world_size\": %" PRId32 ",\n", h->world_size);
-    printf("    \"created_unix\": %" PRId64 ",\n", h->created_unix);
-    printf("    \"created\": ");
+    printf(",\n%s    \"rank\": %" PRId32 ",\n", ind, h->rank);
+    printf("%s    \"world_size\": %" PRId32 ",\n", ind, h->world_size);
+    printf("%s    \"created_unix\": %" PRId64 ",\n", ind, h->created_unix);
+    printf("%s    \"created\": ", ind);
     json_string(stdout, when);
-    printf(",\n    \"file_size\": %" PRIu64 ",\n", h->file_size);
-    printf("    \"file_checksum\": \"%016" PRIx64 "\",\n", h->file_checksum);
-    printf("    \"checksum_ok\": true,\n");
-    printf("    \"section_count\": %" PRIu32 "\n  },\n", h->section_count);
-    printf("  \"sections\": [");
+    printf(",\n%s    \"file_size\": %" PRIu64 ",\n", ind, h->file_size);
+    printf("%s    \"file_checksum\": \"%016" PRIx64 "\",\n", ind,
+           h->file_checksum);
+    printf("%s    \"checksum_ok\": true,\n", ind);
+    printf("%s    \"section_count\": %" PRIu32 "\n%s  },\n", ind,
+           h->section_count, ind);
+    printf("%s  \"sections\": [", ind);
     size_t n = rngsnap_file_section_count(f);
     for (size_t i = 0; i < n; i++) {
         const rngsnap_file_section *s = rngsnap_file_section_at(f, i);
         int is_stream = s->kind == RNGSNAP_SECTION_STREAM;
         rngsnap_philox ph;
-        printf("%s\n    {\"index\": %zu, \"kind\": \"%s\", ", i ? "," : "",
-               i, is_stream ? "stream" : "app");
+        printf("%s\n%s    {\"index\": %zu, \"kind\": \"%s\", ",
+               i ? "," : "", ind, i, is_stream ? "stream" : "app");
         if (is_stream) {
             printf("\"backend\": ");
             json_string(stdout, s->backend);
@@ -147,7 +156,9 @@ static void print_json(const char *path, const rngsnap_file *f)
         }
         printf("}");
     }
-    printf("%s]\n}\n", n ? "\n  " : "");
+    if (n)
+        printf("\n%s  ", ind);
+    printf("]\n%s}", ind);
 }
 
 int cmd_inspect(const cli_globals *g, int argc, char **argv)
@@ -178,6 +189,8 @@ int cmd_inspect(const cli_globals *g, int argc, char **argv)
         cli_err("inspect", "missing FILE (see --help)");
         return CLI_USAGE;
     }
+    if (folder_is_dir(path))
+        return inspect_folder(path, json);
     rngsnap_file *f;
     int rc = cli_file_open("inspect", path, &f, 1);
     if (rc != CLI_OK) {
@@ -188,10 +201,12 @@ int cmd_inspect(const cli_globals *g, int argc, char **argv)
         }
         return rc;
     }
-    if (json)
-        print_json(path, f);
-    else
-        print_text(path, f);
+    if (json) {
+        inspect_file_json(path, f, "");
+        putchar('\n');
+    } else {
+        inspect_file_text(path, f);
+    }
     rngsnap_file_close(f);
     return CLI_OK;
 }

@@ -1,32 +1,53 @@
 /*
- * cmd_verify.c - `rngsnap verify FILE [--json]`: structure and every
+ * cmd_verify.c - `rngsnap verify FILE|DIR [--json]`: structure and every
  * checksum of a checkpoint; the first problem is printed with its reason.
+ * A multi-rank folder is verified by verify_folder.c.
  */
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "cli.h"
+#include "folder.h"
 #include "json.h"
 
 static void help(void)
 {
     printf(
-        "usage: rngsnap verify FILE [--json]\n"
+        "usage: rngsnap verify FILE|DIR [--json]\n"
         "\n"
         "Read the whole checkpoint and check its structure, every section\n"
         "checksum and the whole-file checksum, without loading it into any\n"
         "registry (no rng.ini or plugin is needed).\n"
         "\n"
+        "DIR, a multi-rank checkpoint folder: its MANIFEST (structure and\n"
+        "checksum), then every rank file: it exists, its size and XXH3 are\n"
+        "the manifest's, every section checksum, the rank and world size in\n"
+        "its header are its slot's, and the app states the manifest records\n"
+        "(rank 0's checksum; those identical on all ranks) are there.  Each\n"
+        "rank's first problem is printed, naming the rank and the file.  A\n"
+        "folder without MANIFEST is not a committed checkpoint (an\n"
+        "interrupted save): exit 1, and the rank files it holds are listed.\n"
+        "\n"
         "  --json   one JSON object on stdout: {\"file\", \"ok\": true,\n"
         "           \"format_version\", \"library_version\", \"section_count\",\n"
         "           \"file_size\", \"file_checksum\"}, or, when the file is not\n"
         "           sound or cannot be read, {\"file\", \"ok\": false, \"error\",\n"
-        "           \"error_code\"} (and the same exit status)\n"
+        "           \"error_code\"} (and the same exit status).  DIR: {\"dir\",\n"
+        "           \"ok\", \"format_version\", \"id\", \"created_unix\",\n"
+        "           \"created\", \"world_size\", \"forked_from\" (null: none),\n"
+        "           \"apps\": [{\"name\", \"checksum\", \"same_on_all_ranks\"}],\n"
+        "           \"ranks\": [{\"rank\", \"file\", \"size\", \"checksum\",\n"
+        "           \"ok\", \"error\", \"error_code\"}]} (size and checksum as\n"
+        "           the manifest records them; error null when ok); a folder\n"
+        "           whose MANIFEST is missing or damaged gives {\"file\",\n"
+        "           \"ok\": false, \"error\", \"error_code\"} (+ \"stray_files\"\n"
+        "           when there is no MANIFEST)\n"
         "\n"
         "Exit status: 0 the file is sound; 1 it is not (truncated, a flipped\n"
-        "bit, an unknown format version: the first problem is printed);\n"
-        "2 usage or I/O error (the file cannot be read).\n");
+        "bit, an unknown format version: the first problem is printed), or\n"
+        "DIR has no MANIFEST, a damaged one, or a rank file that fails;\n"
+        "2 usage or I/O error (the file or the MANIFEST cannot be read).\n");
 }
 
 static void print_json_ok(const char *path, const rngsnap_file *f)
@@ -94,6 +115,8 @@ int cmd_verify(const cli_globals *g, int argc, char **argv)
         cli_err("verify", "missing FILE (see --help)");
         return CLI_USAGE;
     }
+    if (folder_is_dir(path))
+        return verify_folder(path, json);
     rngsnap_file *f;
     int rc = cli_file_open("verify", path, &f, 1);
     if (rc != CLI_OK) {

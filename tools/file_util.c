@@ -5,6 +5,7 @@
 #include <ctype.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include <rngsnap/backend.h>
 
@@ -19,6 +20,23 @@ const char *cli_file_error(int *rc)
     if (rc)
         *rc = last_rc;
     return last_err;
+}
+
+void cli_set_file_error(int rc, const char *msg)
+{
+    last_rc = rc;
+    snprintf(last_err, sizeof last_err, "%s", msg);
+}
+
+const char *cli_iso_time(int64_t t, char *buf, size_t len)
+{
+    time_t tt = (time_t)t;
+    struct tm tm;
+    if (gmtime_r(&tt, &tm))
+        strftime(buf, len, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    else
+        snprintf(buf, len, "?");
+    return buf;
 }
 
 int cli_file_open(const char *cmd, const char *path, rngsnap_file **out,

@@ -1,0 +1,166 @@
+/*
+ * make_folder.c - writes an N-rank checkpoint folder for the tests of
+ * `rngsnap verify/inspect/diff DIR` (test_folders.py), with N threads of
+ * one process joined by the in-process communicator (tests/common/
+ * thread_comm.h) and rngsnap_save_ranks: the same folder an N-rank MPI
+ * job writes.
+ *
+ * usage: make_folder INI DIR NRANKS SEED [EXTRA_RANK EXTRA_WORDS]
+ *
+ * Every rank seeds with SEED, draws 100*rank + 7 words from cpu:0/dropout
+ * (so every rank's position differs) and, on EXTRA_RANK only,
+ * EXTRA_WORDS words from cpu:0/augment; it registers two app states:
+ * "test.step" (8 bytes, the same on every rank) and "test.rank" (8
+ * bytes, its own on each rank).  Printed after the save, in rank order,
+ * what the test compares inspect's output with:
+ *   stream RANK BACKEND DEVICE NAME SEED SUBSEQUENCE OFFSET
+ *   app RANK NAME HEX
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <rngsnap.h>
+
+#include "thread_comm.h"
+
+#define MAX_RANKS 64
+#define MAX_LINES 64
+
+typedef struct job {
+    const char *ini, *dir;
+    int nranks, extra_rank;
+    uint64_t seed, extra_words;
+    char lines[MAX_RANKS][MAX_LINES][160]; /* what each rank prints */
+    int nlines[MAX_RANKS];
+} job;
+
+/* An app state of 8 bytes held by the rank's thread. */
+static size_t st_size(void *u)
+{
+    (void)u;
+    return 8;
+}
+
+static int st_save(void *u, void *buf, size_t len)
+{
+    memcpy(buf, u, len < 8 ? len : 8);
+    return 0;
+}
+
+static int st_load(void *u, const void *buf, size_t len)
+{
+    if (len != 8)
+        return 1;
+    memcpy(u, buf, 8);
+    return 0;
+}
+
+static const rngsnap_state_ops st_ops = {st_size, st_save, st_load};
+
+static void say(job *j, int rank, const char *line)
+{
+    if (j->nlines[rank] < MAX_LINES)
+        snprintf(j->lines[rank][j->nlines[rank]++], 160, "%s", line);
+}
+
+static int draw(rngsnap *ctx, const char *name, uint64_t words)
+{
+    rngsnap_stream *s;
+    int rc = rngsnap_stream_find(ctx, "cpu", 0, name, &s);
+    uint32_t buf[256];
+    while (rc == RNGSNAP_OK && words) {
+        size_t n = words < 256 ? (size_t)words : 256;
+        rc = rngsnap_generate(s, RNGSNAP_U32, buf, n);
+        words -= n;
+    }
+    return rc;
+}
+
+/* One rank: open, seed, draw, save collectively, report. */
+static int rank_body(int rank, const rngsnap_comm *comm, void *arg)
+{
+    job *j = arg;
+    uint8_t step[8], mine[8];
+    for (int i = 0; i < 8; i++) {
+        step[i] = (uint8_t)(j->seed >> (8 * i)) ^ 0x5a;
+        mine[i] = (uint8_t)(rank * 16 + i);
+    }
+    rngsnap *ctx;
+    int rc = rngsnap_open(&ctx, j->ini, 0);
+    if (rc) {
+        fprintf(stderr, "rank %d: open: %s\n", rank, rngsnap_errmsg(NULL));
+        return rc;
+    }
+    rc = rngsnap_set_rank(ctx, rank, comm->size);
+    if (!rc)
+        rc = rngsnap_register_state(ctx, "test.step", &st_ops, step);
+    if (!rc)
+        rc = rngsnap_register_state(ctx, "test.rank", &st_ops, mine);
+    if (!rc)
+        rc = rngsnap_seed_all(ctx, j->seed);
+    if (!rc)
+        rc = draw(ctx, "dropout", 100u * (unsigned)rank + 7);
+    if (!rc && rank == j->extra_rank)
+        rc = draw(ctx, "augment", j->extra_words);
+    /* Every rank takes part in the save, whatever happened before. */
+    int save = rngsnap_save_ranks(ctx, comm, j->dir, 0);
+    if (rc || save) {
+        fprintf(stderr, "rank %d: %s\n", rank, rngsnap_errmsg(ctx));
+        rngsnap_close(ctx);
+        return rc ? rc : save;
+    }
+    char line[160];
+    for (size_t i = 0; i < rngsnap_stream_count(ctx); i++) {
+        rngsnap_stream *s = rngsnap_stream_at(ctx, i);
+        rngsnap_philox at;
+        if (rngsnap_stream_position(s, &at) != RNGSNAP_OK)
+            continue;
+        snprintf(line, sizeof line, "stream %d %s %d %s %" PRIu64 " %" PRIu64
+                 " %" PRIu64, rank, rngsnap_stream_backend(s),
+                 rngsnap_stream_device(s), rngsnap_stream_name(s), at.seed,
+                 at.subsequence, at.offset);
+        say(j, rank, line);
+    }
+    const char *names[2] = {"test.step", "test.rank"};
+    const uint8_t *bytes[2] = {step, mine};
+    for (int k = 0; k < 2; k++) {
+        int w = snprintf(line, sizeof line, "app %d %s ", rank, names[k]);
+        for (int i = 0; i < 8; i++)
+            w += snprintf(line + w, sizeof line - (size_t)w, "%02x",
+                          bytes[k][i]);
+        say(j, rank, line);
+    }
+    rngsnap_close(ctx);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc != 5 && argc != 7) {
+        fprintf(stderr, "usage: make_folder INI DIR NRANKS SEED "
+                        "[EXTRA_RANK EXTRA_WORDS]\n");
+        return 2;
+    }
+    static job j;
+    j.ini = argv[1];
+    j.dir = argv[2];
+    j.nranks = atoi(argv[3]);
+    j.seed = strtoull(argv[4], NULL, 0);
+    j.extra_rank = argc == 7 ? atoi(argv[5]) : -1;
+    j.extra_words = argc == 7 ? strtoull(argv[6], NULL, 0) : 0;
+    if (j.nranks < 1 || j.nranks > MAX_RANKS) {
+        fprintf(stderr, "make_folder: NRANKS must be 1..%d\n", MAX_RANKS);
+        return 2;
+    }
+    int rc = thread_comm_run(j.nranks, rank_body, &j);
+    if (rc) {
+        fprintf(stderr, "make_folder: the save failed (%d)\n", rc);
+        return 1;
+    }
+    for (int r = 0; r < j.nranks; r++)
+        for (int i = 0; i < j.nlines[r]; i++)
+            printf("%s\n", j.lines[r][i]);
+    return 0;
+}

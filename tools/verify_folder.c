@@ -1,0 +1,197 @@
+/*
+ * verify_folder.c - `rngsnap verify DIR`: a multi-rank folder's manifest
+ * (structure, checksum), then every rank file against its slot (exists,
+ * size and XXH3 as recorded, every section checksum, rank and world size
+ * in its header) and the app states the manifest records.  Every rank is
+ * checked; the first problem of each is reported.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <xxhash.h>
+
+#include "cli.h"
+#include "folder.h"
+#include "json.h"
+
+/* One rank's result. */
+typedef struct rank_check {
+    int code;          /* RNGSNAP_OK or the first problem's code */
+    char error[8192];  /* the first problem, naming rank and file  */
+    size_t sections;
+} rank_check;
+
+/* The manifest's app records against the rank file's app sections: rank
+ * 0's bytes have the recorded checksum, and a state recorded identical on
+ * all ranks has the same bytes here.  0 when they agree. */
+static int check_apps(const rngsnap_manifest *m, const rngsnap_file *f,
+                      int rank, const char *path, rank_check *c)
+{
+    size_t na = rngsnap_manifest_info_get(m)->app_count;
+    size_t ns = rngsnap_file_section_count(f);
+    for (size_t i = 0; i < na; i++) {
+        const rngsnap_manifest_app *a = rngsnap_manifest_app_at(m, i);
+        if (rank != 0 && !a->same_on_all_ranks)
+            continue;
+        const rngsnap_file_section *s = NULL;
+        for (size_t k = 0; k < ns && !s; k++) {
+            const rngsnap_file_section *t = rngsnap_file_section_at(f, k);
+            if (t->kind == RNGSNAP_SECTION_APP && strcmp(t->name, a->name) == 0)
+                s = t;
+        }
+        uint64_t h = s ? XXH3_64bits(s->state, s->state_size) : 0;
+        if (s && h == a->checksum)
+            continue;
+        snprintf(c->error, sizeof c->error, "rank %d: %s: app state '%s' %s "
+                 "(the manifest records %016" PRIx64 "%s)", rank, path,
+                 a->name, s ? "has other bytes than the manifest records"
+                            : "is missing", a->checksum,
+                 rank ? ", identical on all ranks" : " for rank 0");
+        c->code = RNGSNAP_E_CORRUPT;
+        return 1;
+    }
+    return 0;
+}
+
+static void check_rank(const rngsnap_manifest *m, const char *dir, int rank,
+                       rank_check *c)
+{
+    rngsnap_file *f;
+    char path[4096];
+    memset(c, 0, sizeof *c);
+    folder_rank_path(m, dir, rank, path, sizeof path);
+    c->code = folder_rank_open(m, dir, rank, &f, c->error, sizeof c->error);
+    if (c->code != RNGSNAP_OK)
+        return;
+    c->sections = rngsnap_file_section_count(f);
+    check_apps(m, f, rank, path, c);
+    rngsnap_file_close(f);
+}
+
+static void print_text(const char *dir, const rngsnap_manifest *m,
+                       const rank_check *c, int failed)
+{
+    const rngsnap_manifest_info *in = rngsnap_manifest_info_get(m);
+    printf("%s: manifest ok (checkpoint %s, world size %" PRId32
+           ", %zu app states%s%s)\n", dir, in->id, in->world_size,
+           in->app_count, in->forked_from[0] ? ", forked from " : "",
+           in->forked_from);
+    for (int r = 0; r < in->world_size; r++) {
+        const rngsnap_manifest_rank *slot = rngsnap_manifest_rank_at(m, r);
+        if (c[r].code == RNGSNAP_OK)
+            printf("  rank %d: %s ok (%zu sections, %" PRIu64 " bytes, "
+                   "XXH3-64 %016" PRIx64 " as recorded)\n", r, slot->file,
+                   c[r].sections, slot->size, slot->checksum);
+        else
+            printf("  rank %d: %s FAILED: %s\n", r, slot->file, c[r].error);
+    }
+    if (failed)
+        printf("%s: %d of %" PRId32 " rank files failed\n", dir, failed,
+               in->world_size);
+    else
+        printf("%s: ok (%" PRId32 " rank files, every checksum verified)\n",
+               dir, in->world_size);
+}
+
+static void print_json(const char *dir, const rngsnap_manifest *m,
+                       const rank_check *c, int failed)
+{
+    const rngsnap_manifest_info *in = rngsnap_manifest_info_get(m);
+    int n = 0;
+    const char *sep = ",\n  ";
+    fputs("{\n  ", stdout);
+    json_key(stdout, &n, sep, "dir");
+    json_string(stdout, dir);
+    json_key(stdout, &n, sep, "ok");
+    json_bool(stdout, !failed);
+    folder_manifest_json(m, &n, sep);
+    json_key(stdout, &n, sep, "ranks");
+    fputs("[", stdout);
+    for (int r = 0; r < in->world_size; r++) {
+        const rngsnap_manifest_rank *slot = rngsnap_manifest_rank_at(m, r);
+        int k = 0, ok = c[r].code == RNGSNAP_OK;
+        printf("%s\n    {", r ? "," : "");
+        json_key(stdout, &k, ", ", "rank");
+        printf("%d", r);
+        json_key(stdout, &k, ", ", "file");
+        json_string(stdout, slot->file);
+        json_key(stdout, &k, ", ", "size");
+        printf("%" PRIu64, slot->size);
+        json_key(stdout, &k, ", ", "checksum");
+        printf("\"%016" PRIx64 "\"", slot->checksum);
+        json_key(stdout, &k, ", ", "ok");
+        json_bool(stdout, ok);
+        json_key(stdout, &k, ", ", "error");
+        json_string(stdout, ok ? NULL : c[r].error);
+        json_key(stdout, &k, ", ", "error_code");
+        json_string(stdout, ok ? NULL : rngsnap_error_name(c[r].code));
+        fputs("}", stdout);
+    }
+    printf("%s]\n}\n", in->world_size ? "\n  " : "");
+}
+
+/* The manifest could not be used: verify's error object, with the files
+ * an uncommitted save left behind. */
+static void print_json_error(const char *dir, int why)
+{
+    int code, n = 0;
+    const char *msg = cli_file_error(&code), *sep = ",\n  ";
+    fputs("{\n  ", stdout);
+    json_key(stdout, &n, sep, "file");
+    json_string(stdout, dir);
+    json_key(stdout, &n, sep, "ok");
+    json_bool(stdout, 0);
+    json_key(stdout, &n, sep, "error");
+    json_string(stdout, msg);
+    json_key(stdout, &n, sep, "error_code");
+    json_string(stdout, rngsnap_error_name(code));
+    if (why == FOLDER_NO_MANIFEST) {
+        char **names = folder_stray_names(dir);
+        json_key(stdout, &n, sep, "stray_files");
+        fputs("[", stdout);
+        for (size_t i = 0; names && names[i]; i++) {
+            fputs(i ? ", " : "", stdout);
+            json_string(stdout, names[i]);
+        }
+        fputs("]", stdout);
+        folder_names_free(names);
+    }
+    fputs("\n}\n", stdout);
+}
+
+int verify_folder(const char *dir, int json)
+{
+    rngsnap_manifest *m;
+    int why;
+    int rc = cli_manifest_open("verify", dir, &m, 1, &why);
+    if (rc != CLI_OK) {
+        if (json)
+            print_json_error(dir, why);
+        return rc;
+    }
+    int32_t world = rngsnap_manifest_info_get(m)->world_size;
+    rank_check *c = calloc(world > 0 ? (size_t)world : 1, sizeof *c);
+    if (!c) {
+        cli_err("verify", "%s: out of memory", dir);
+        rngsnap_manifest_close(m);
+        return CLI_USAGE;
+    }
+    int failed = 0;
+    for (int r = 0; r < world; r++) {
+        check_rank(m, dir, r, &c[r]);
+        if (c[r].code != RNGSNAP_OK) {
+            failed++;
+            cli_err("verify", "%s (%s)", c[r].error,
+                    rngsnap_error_name(c[r].code));
+        }
+    }
+    if (json)
+        print_json(dir, m, c, failed);
+    else
+        print_text(dir, m, c, failed);
+    free(c);
+    rngsnap_manifest_close(m);
+    return failed ? CLI_FAIL : CLI_OK;
+}
