@@ -142,18 +142,6 @@ def _python_generator():
                       write)
 
 
-def _ctx_world_size(ctx):
-    for attr in ("world_size",):
-        v = getattr(ctx, attr, None)
-        if isinstance(v, int):
-            return v
-    import os
-    for var in ("WORLD_SIZE", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE"):
-        if os.environ.get(var, "").isdigit():
-            return int(os.environ[var])
-    return 1
-
-
 class Tracker:
     """What track() returns: the generators it registered (names), the
     fingerprint mode, and the order check of a resumed context."""
@@ -172,7 +160,7 @@ class Tracker:
         self.generators += [_numpy_generator(), _python_generator()]
         self.fingerprint = _fp.collect(
             _torch, _np, [("torch.cpu", "cpu")]
-            + [(n, d) for n, d, _, _ in devices], _ctx_world_size(ctx))
+            + [(n, d) for n, d, _, _ in devices], ctx.world_size)
         # Every generator's state now, for the order check of the load.
         self._awaiting = _awaiting_load(ctx) if resume is None else resume
         self._at_track = ({g.name: g.read() for g in self.generators}
@@ -233,10 +221,20 @@ class Tracker:
                 c = e.__cause__
                 if getattr(c, "rngsnap_python", False):
                     raise _enc.error(type(c), "%s\n(%s)" % (c, e)) from e
+                if isinstance(e, MismatchError) and "app state torch." in str(e):
+                    raise _enc.error(MismatchError, str(e) + self._hint()) \
+                        from None
                 raise
             self._awaiting, self._at_track = False, {}
             return result
         return load
+
+    def _hint(self):
+        return ("\nrngsnap.torch: this process tracks %s; a torch.<device>:<i> "
+                "state is saved for every device torch sees, so the saving "
+                "job saw other devices (CUDA_VISIBLE_DEVICES, device count, "
+                "torch_npu / habana_frameworks installed?)"
+                % ", ".join(g.name for g in self.generators))
 
     # -- fingerprint ---------------------------------------------------
     def _save_fingerprint(self):
