@@ -403,6 +403,15 @@ static int match_sections(struct rngsnap *ctx, const char *path,
                     }
             next_a = found + 1;
         }
+        if (found == SIZE_MAX && apps_only) {
+            /* A fork restores what the new job registered; the rest of
+             * the old job's app states stay behind, said so. */
+            rs_log(ctx, RNGSNAP_LOG_WARN,
+                   "load %s: fork: app state %.*s of the checkpoint is not "
+                   "registered here and is left out",
+                   path, (int)s->name_len, s->pub.name);
+            continue;
+        }
         if (found == SIZE_MAX) {
             if (extra++ == 0)
                 first_extra = i;

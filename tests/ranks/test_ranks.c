@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+#include <xxhash.h>
 
 #include "rk_test.h"
 #include "thread_comm.h"
@@ -35,6 +36,10 @@ typedef struct world {
     uint32_t *words[MAXR]; /* draws right after a save          */
     uint8_t app[MAXR][16]; /* "progress" at the save            */
     uint64_t seed;
+    int no_progress;       /* register only "config"            */
+    int fail_save;         /* rank+1 whose app save fails       */
+    int fail_load;         /* rank+1 whose app load fails       */
+    int keep_words;        /* a save that fails: keep words[]   */
 } world;
 
 static const char *scratch;
@@ -76,16 +81,20 @@ static int body_save(int rank, const rngsnap_comm *c, void *arg)
     memset(config.bytes, 0xc0, sizeof config.bytes);
     for (int i = 0; i < 16; i++)
         progress.bytes[i] = (uint8_t)(w->seed + 17 * rank + i);
-    EXPECT_RC(rk_register(ctx, "progress", &progress), 0, ctx);
+    progress.fail_save = w->fail_save == rank + 1;
+    if (!w->no_progress)
+        EXPECT_RC(rk_register(ctx, "progress", &progress), 0, ctx);
     EXPECT_RC(rk_register(ctx, "config", &config), 0, ctx);
     EXPECT_RC(rngsnap_seed_all(ctx, w->seed), 0, ctx);
     free(rk_draw(ctx, 5 + (size_t)rank)); /* positions differ per rank */
     EXPECT_RC(rngsnap_save_ranks(ctx, c, w->dir, w->flags), w->expect, ctx);
     if (w->msg)
         EXPECT_MSG(ctx, w->msg);
-    memcpy(w->app[rank], progress.bytes, 16);
-    free(w->words[rank]);
-    w->words[rank] = rk_draw(ctx, NW);
+    if (!w->keep_words) {
+        memcpy(w->app[rank], progress.bytes, 16);
+        free(w->words[rank]);
+        w->words[rank] = rk_draw(ctx, NW);
+    }
     rngsnap_close(ctx);
     return bad;
 }
@@ -102,14 +111,15 @@ static int body_resume(int rank, const rngsnap_comm *c, void *arg)
     rk_app progress, config;
     memset(&progress, 0, sizeof progress);
     memset(&config, 0, sizeof config);
-    EXPECT_RC(rk_register(ctx, "progress", &progress), 0, ctx);
+    if (!w->no_progress)
+        EXPECT_RC(rk_register(ctx, "progress", &progress), 0, ctx);
     EXPECT_RC(rk_register(ctx, "config", &config), 0, ctx);
     EXPECT_RC(rngsnap_load_ranks(ctx, c, w->dir, 0), 0, ctx);
     uint32_t *got = rk_draw(ctx, NW);
     size_t ns = rngsnap_stream_count(ctx);
     EXPECT(w->words[rank]
            && memcmp(got, w->words[rank], ns * NW * sizeof *got) == 0);
-    EXPECT(memcmp(progress.bytes, w->app[rank], 16) == 0);
+    EXPECT(w->no_progress || memcmp(progress.bytes, w->app[rank], 16) == 0);
     EXPECT(config.bytes[0] == 0xc0 && config.bytes[15] == 0xc0);
     /* the gate is open, and seeding now is refused */
     EXPECT_RC(rngsnap_seed_all(ctx, 1), RNGSNAP_E_ORDER, ctx);
@@ -174,6 +184,630 @@ static void test_resume_1(void **state) { (void)state; resume_n(1); }
 static void test_resume_2(void **state) { (void)state; resume_n(2); }
 static void test_resume_4(void **state) { (void)state; resume_n(4); }
 
+/* ---- an existing checkpoint, REPLACE ----------------------------------------- */
+
+static void manifest_id(const char *dir, char id[33])
+{
+    rngsnap_manifest *m;
+    char err[1024];
+    int rc = rngsnap_manifest_open(dir, &m, err, sizeof err);
+    if (rc)
+        fail_msg("manifest of %s: %s", dir, err);
+    memcpy(id, rngsnap_manifest_info_get(m)->id, 33);
+    rngsnap_manifest_close(m);
+}
+
+static void test_exists_and_replace(void **state)
+{
+    (void)state;
+    char dir[600], id1[33], id2[33];
+    snprintf(dir, sizeof dir, "%s/exists", scratch);
+    world w = {.ini = {mixed_ini}, .dir = dir, .seed = 7};
+    assert_int_equal(thread_comm_run(2, body_save, &w), 0);
+    manifest_id(dir, id1);
+    /* without REPLACE: refused on every rank, nothing written */
+    world again = {.ini = {mixed_ini}, .dir = dir, .seed = 8,
+                   .expect = RNGSNAP_E_EXISTS, .keep_words = 1,
+                   .msg = "rank 0 of 2: save_ranks"};
+    assert_int_equal(thread_comm_run(2, body_save, &again), 0);
+    again.msg = "MANIFEST exists (a committed checkpoint); pass "
+                "RNGSNAP_SAVE_REPLACE";
+    assert_int_equal(thread_comm_run(2, body_save, &again), 0);
+    manifest_id(dir, id2);
+    assert_string_equal(id1, id2);
+    assert_int_equal(rk_count(dir), 3);
+    /* with it: a new checkpoint, the old rank files removed */
+    w.flags = RNGSNAP_SAVE_REPLACE;
+    w.seed = 9;
+    assert_int_equal(thread_comm_run(2, body_save, &w), 0);
+    manifest_id(dir, id2);
+    assert_string_not_equal(id1, id2);
+    assert_int_equal(rk_count(dir), 3);
+    assert_int_equal(thread_comm_run(2, body_resume, &w), 0);
+    world_free(&w);
+}
+
+/* ---- a save that fails leaves the previous checkpoint --------------------- */
+
+static void test_failed_save_keeps_previous(void **state)
+{
+    (void)state;
+    char dir[600], id1[33], id2[33];
+    snprintf(dir, sizeof dir, "%s/keep", scratch);
+    world w = {.ini = {mixed_ini}, .dir = dir, .seed = 21};
+    assert_int_equal(thread_comm_run(3, body_save, &w), 0);
+    manifest_id(dir, id1);
+
+    /* rank 0's commit fails (the manifest's rename): every rank says
+     * so, the new rank files are gone, the old checkpoint loads */
+    world f = {.ini = {mixed_ini}, .dir = dir, .seed = 22,
+               .flags = RNGSNAP_SAVE_REPLACE, .keep_words = 1,
+               .expect = RNGSNAP_E_IO, .msg = "rank 0 of 3: save_ranks"};
+    fail_manifest_rename = 1;
+    int rc = thread_comm_run(3, body_save, &f);
+    fail_manifest_rename = 0;
+    assert_int_equal(rc, 0);
+    manifest_id(dir, id2);
+    assert_string_equal(id1, id2);
+    assert_int_equal(rk_count(dir), 4);
+    assert_int_equal(thread_comm_run(3, body_resume, &w), 0);
+
+    /* an app state's save fails on rank 1: before any commit */
+    f.fail_save = 2;
+    f.expect = RNGSNAP_E_BACKEND;
+    f.msg = "rank 1 of 3: save ";
+    assert_int_equal(thread_comm_run(3, body_save, &f), 0);
+    f.msg = "app state progress: save callback returned 5";
+    assert_int_equal(thread_comm_run(3, body_save, &f), 0);
+    manifest_id(dir, id2);
+    assert_string_equal(id1, id2);
+    assert_int_equal(rk_count(dir), 4);
+    assert_int_equal(thread_comm_run(3, body_resume, &w), 0);
+    world_free(&w);
+}
+
+/* ---- a load that fails on one rank changes no rank ------------------------- */
+
+/* Seed, draw, note every state; the load must fail with w->expect and
+ * w->msg on every rank and leave every state as noted. */
+static int body_refused(int rank, const rngsnap_comm *c, void *arg)
+{
+    world *w = arg;
+    int bad = 0;
+    rngsnap *ctx = rk_open(ini_of(w, rank), rank, c->size, 0);
+    if (!ctx)
+        return 1;
+    rk_app progress, config;
+    memset(&progress, 0, sizeof progress);
+    memset(&config, 0, sizeof config);
+    memset(progress.bytes, 0x55, 16);
+    memset(config.bytes, 0x66, 16);
+    progress.fail_load = w->fail_load == rank + 1;
+    EXPECT_RC(rk_register(ctx, "progress", &progress), 0, ctx);
+    EXPECT_RC(rk_register(ctx, "config", &config), 0, ctx);
+    EXPECT_RC(rngsnap_seed_all(ctx, 4242), 0, ctx);
+    free(rk_draw(ctx, 3));
+    size_t la, lb;
+    uint8_t *before = rk_take(ctx, &la);
+    EXPECT_RC(rngsnap_load_ranks(ctx, c, w->dir, w->flags), w->expect, ctx);
+    if (w->msg)
+        EXPECT_MSG(ctx, w->msg);
+    uint8_t *after = rk_take(ctx, &lb);
+    EXPECT(la == lb && memcmp(before, after, la) == 0);
+    uint8_t p55[16], p66[16];
+    memset(p55, 0x55, 16);
+    memset(p66, 0x66, 16);
+    EXPECT(memcmp(progress.bytes, p55, 16) == 0);
+    EXPECT(memcmp(config.bytes, p66, 16) == 0);
+    free(before);
+    free(after);
+    rngsnap_close(ctx);
+    return bad;
+}
+
+/* Run body_refused on n ranks, twice: once for the code and the first
+ * failing rank, once for the reason. */
+static void refused(world *w, int n, int code, const char *who,
+                    const char *why)
+{
+    w->expect = code;
+    w->msg = who;
+    assert_int_equal(thread_comm_run(n, body_refused, w), 0);
+    w->msg = why;
+    assert_int_equal(thread_comm_run(n, body_refused, w), 0);
+    w->msg = NULL;
+    w->expect = 0;
+}
+
+static void swap_files(const char *a, const char *b)
+{
+    char t[1100];
+    snprintf(t, sizeof t, "%s.swap", a);
+    assert_int_equal(rename(a, t), 0);
+    assert_int_equal(rename(b, a), 0);
+    assert_int_equal(rename(t, b), 0);
+}
+
+static void test_load_failures(void **state)
+{
+    (void)state;
+    const char *ini = rk_ini(scratch, "md.ini",
+                             "[backend.cpu]\nplugin = rngsnap_cpu\n"
+                             "streams = default, dropout\n"
+                             "[backend.multidev]\nplugin = rngsnap_multidev\n"
+                             "devices = 2\nstreams = a, b\n");
+    char ini_c[1100], ini_s[1100], ini_h[1100];
+    snprintf(ini_c, sizeof ini_c, "%s", ini);
+    snprintf(ini_s, sizeof ini_s, "%s",
+             rk_ini(scratch, "md-fail.ini",
+                    "[backend.cpu]\nplugin = rngsnap_cpu\n"
+                    "streams = default, dropout\n"
+                    "[backend.multidev]\nplugin = rngsnap_multidev\n"
+                    "devices = 2\nstreams = a, b\n"
+                    "fail_set_state_on_device = 1\n"));
+    snprintf(ini_h, sizeof ini_h, "%s",
+             rk_ini(scratch, "md-half.ini",
+                    "[backend.cpu]\nplugin = rngsnap_cpu\n"
+                    "streams = default, dropout\n"
+                    "[backend.multidev]\nplugin = rngsnap_multidev\n"
+                    "devices = 2\nstreams = a, b\n"
+                    "half_set_state_on_device = 0\n"));
+    char dir[600], other[600], id[33];
+    snprintf(dir, sizeof dir, "%s/fail", scratch);
+    snprintf(other, sizeof other, "%s/fail-other", scratch);
+    world w = {.ini = {ini_c}, .dir = dir, .seed = 31};
+    assert_int_equal(thread_comm_run(3, body_save, &w), 0);
+    world o = {.ini = {ini_c}, .dir = other, .seed = 32};
+    assert_int_equal(thread_comm_run(3, body_save, &o), 0);
+    manifest_id(dir, id);
+    char f0[1100], f1[1100], f2[1100], n1[64];
+    snprintf(n1, sizeof n1, "rank-00001.%s.rngsnap", id);
+    snprintf(f0, sizeof f0, "%s/rank-00000.%s.rngsnap", dir, id);
+    snprintf(f1, sizeof f1, "%s/%s", dir, n1);
+    snprintf(f2, sizeof f2, "%s/rank-00002.%s.rngsnap", dir, id);
+
+    /* a missing rank file */
+    size_t len;
+    uint8_t *keep = rk_read(f1, &len);
+    assert_non_null(keep);
+    assert_int_equal(unlink(f1), 0);
+    refused(&w, 3, RNGSNAP_E_IO, "rank 1 of 3: load_ranks", n1);
+    /* a flipped byte in it */
+    keep[len / 2] ^= 0x10;
+    rk_write(f1, keep, len);
+    refused(&w, 3, RNGSNAP_E_CORRUPT, "rank 1 of 3: load_ranks",
+            "(rank 1's file): XXH3-64");
+    keep[len / 2] ^= 0x10;
+    rk_write(f1, keep, len);
+    free(keep);
+    /* two rank files swapped: rank 0 is the first to notice */
+    swap_files(f0, f1);
+    refused(&w, 3, RNGSNAP_E_CORRUPT, "rank 0 of 3: load_ranks",
+            "(rank 0's file)");
+    swap_files(f0, f1);
+    /* another checkpoint's manifest: its rank files are not here */
+    char mine[1100], theirs[1100];
+    snprintf(mine, sizeof mine, "%s/MANIFEST", dir);
+    snprintf(theirs, sizeof theirs, "%s/MANIFEST", other);
+    size_t ml, tl;
+    uint8_t *mb = rk_read(mine, &ml), *tb = rk_read(theirs, &tl);
+    rk_write(mine, tb, tl);
+    refused(&w, 3, RNGSNAP_E_IO, "rank 0 of 3: load_ranks", "cannot open");
+    rk_write(mine, mb, ml);
+    free(mb);
+    free(tb);
+    /* another job's rank file under this checkpoint's name */
+    manifest_id(other, id);
+    char of2[1100];
+    snprintf(of2, sizeof of2, "%s/rank-00002.%s.rngsnap", other, id);
+    keep = rk_read(f2, &len);
+    uint8_t *foreign = rk_read(of2, &tl);
+    rk_write(f2, foreign, tl);
+    refused(&w, 3, RNGSNAP_E_CORRUPT, "rank 2 of 3: load_ranks",
+            "another checkpoint's file");
+    rk_write(f2, keep, len);
+    free(keep);
+    free(foreign);
+    /* an app state's load callback fails on rank 2, after ranks 0 and 1
+     * have committed: they undo */
+    w.fail_load = 3;
+    refused(&w, 3, RNGSNAP_E_BACKEND, "rank 2 of 3: load ",
+            "app state progress: load callback returned 6");
+    w.fail_load = 0;
+    /* a plugin's set_state fails on rank 1 */
+    w.ini[1] = ini_s;
+    refused(&w, 3, RNGSNAP_E_BACKEND, "rank 1 of 3: ",
+            "test hook: fail_set_state_on_device = 1");
+    /* ... or changes the state and then fails, on rank 2 */
+    w.ini[1] = NULL;
+    w.ini[2] = ini_h;
+    refused(&w, 3, RNGSNAP_E_BACKEND, "rank 2 of 3: ",
+            "half_set_state_on_device = 0");
+    w.ini[2] = NULL;
+    /* the checkpoint itself is fine */
+    assert_int_equal(thread_comm_run(3, body_resume, &w), 0);
+    world_free(&w);
+    world_free(&o);
+}
+
+/* ---- another world size: refused, then forked --------------------------------- */
+
+static uint64_t le64(const uint8_t *p)
+{
+    uint64_t v = 0;
+    for (int i = 7; i >= 0; i--)
+        v = v << 8 | p[i];
+    return v;
+}
+
+/* The documented fork seed of one entry (docs/user-guide.md): base from
+ * the manifest, then the seed_all mixing function with base as seed. */
+static uint64_t fork_seed(const char *dir, const char *backend, int device,
+                          const char *stream)
+{
+    rngsnap_manifest *m;
+    char err[1024];
+    if (rngsnap_manifest_open(dir, &m, err, sizeof err))
+        return 0;
+    const rngsnap_manifest_info *info = rngsnap_manifest_info_get(m);
+    uint8_t b[16 + 16 + 8 * MAXR];
+    memcpy(b, "rngsnap-fork-v1", 16);
+    for (int i = 0; i < 16; i++) {
+        unsigned x;
+        sscanf(info->id + 2 * i, "%2x", &x);
+        b[16 + i] = (uint8_t)x;
+    }
+    size_t n = 32;
+    for (int r = 0; r < info->world_size; r++, n += 8) {
+        uint64_t s = rngsnap_manifest_rank_at(m, r)->checksum;
+        for (int i = 0; i < 8; i++)
+            b[n + i] = (uint8_t)(s >> (8 * i));
+    }
+    rngsnap_manifest_close(m);
+    uint64_t base = XXH3_64bits(b, n);
+    uint8_t s[700];
+    size_t o = 0;
+    memcpy(s, "rngsnap-seed-v1", 16);
+    o = 16;
+    for (int i = 0; i < 8; i++)
+        s[o++] = (uint8_t)(base >> (8 * i));
+    memcpy(s + o, backend, strlen(backend) + 1);
+    o += strlen(backend) + 1;
+    for (int i = 0; i < 4; i++)
+        s[o++] = (uint8_t)((uint32_t)device >> (8 * i));
+    memcpy(s + o, stream, strlen(stream) + 1);
+    o += strlen(stream) + 1;
+    (void)le64;
+    return XXH64(s, o, 0);
+}
+
+typedef struct fork_out {
+    world *w;
+    rngsnap_philox pos[MAXR][64]; /* every stream's position after it */
+    size_t ns;
+} fork_out;
+
+/* Load with FORK: positions and draws recorded in w->words. */
+static int body_fork(int rank, const rngsnap_comm *c, void *arg)
+{
+    fork_out *fo = arg;
+    world *w = fo->w;
+    int bad = 0;
+    rngsnap *ctx = rk_open(ini_of(w, rank), rank, c->size, RNGSNAP_RESUME);
+    if (!ctx)
+        return 1;
+    rk_app progress, config;
+    memset(&progress, 0, sizeof progress);
+    memset(&config, 0, sizeof config);
+    if (!w->no_progress)
+        EXPECT_RC(rk_register(ctx, "progress", &progress), 0, ctx);
+    EXPECT_RC(rk_register(ctx, "config", &config), 0, ctx);
+    EXPECT_RC(rngsnap_load_ranks(ctx, c, w->dir, w->flags), w->expect, ctx);
+    if (w->msg)
+        EXPECT_MSG(ctx, w->msg);
+    size_t ns = rngsnap_stream_count(ctx);
+    fo->ns = ns;
+    if (w->expect == 0) {
+        EXPECT(config.bytes[0] == 0xc0 && config.bytes[15] == 0xc0);
+        for (size_t i = 0; i < ns && i < 64; i++) {
+            rngsnap_stream *s = rngsnap_stream_at(ctx, i);
+            EXPECT_RC(rngsnap_stream_position(s, &fo->pos[rank][i]), 0, ctx);
+            EXPECT(fo->pos[rank][i].seed
+                   == fork_seed(w->dir, rngsnap_stream_backend(s),
+                                rngsnap_stream_device(s),
+                                rngsnap_stream_name(s)));
+            EXPECT(fo->pos[rank][i].subsequence == (uint64_t)rank);
+            EXPECT(fo->pos[rank][i].offset == 0);
+        }
+        free(w->words[rank]);
+        w->words[rank] = rk_draw(ctx, NW);
+    } else {
+        /* refused: the gate stays shut */
+        uint32_t x;
+        EXPECT(rngsnap_generate(rngsnap_stream_at(ctx, 0), RNGSNAP_U32, &x,
+                                1) == RNGSNAP_E_ORDER);
+    }
+    rngsnap_close(ctx);
+    return bad;
+}
+
+static void fork_case(int from, int to)
+{
+    char dir[600], msg[200];
+    snprintf(dir, sizeof dir, "%s/fork-%d-%d", scratch, from, to);
+    world w = {.ini = {mixed_ini}, .dir = dir, .seed = 50 + (uint64_t)from};
+    assert_int_equal(thread_comm_run(from, body_save, &w), 0);
+    world_free(&w);
+
+    fork_out *fo = calloc(1, sizeof *fo);
+    fo->w = &w;
+    /* refused without the flag, naming both sizes and the way out */
+    snprintf(msg, sizeof msg, "was saved by %d ranks, this job has %d; "
+             "pass RNGSNAP_LOAD_FORK", from, to);
+    w.expect = RNGSNAP_E_MISMATCH;
+    w.msg = msg;
+    assert_int_equal(thread_comm_run(to, body_fork, fo), 0);
+    /* an app state that differed between the saved ranks refuses it */
+    w.flags = RNGSNAP_LOAD_FORK;
+    w.msg = "app state progress differs between saved ranks";
+    assert_int_equal(thread_comm_run(to, body_fork, fo), 0);
+    /* without it: forked, twice, identically */
+    w.no_progress = 1;
+    w.expect = 0;
+    w.msg = NULL;
+    assert_int_equal(thread_comm_run(to, body_fork, fo), 0);
+    uint32_t *first[MAXR];
+    for (int r = 0; r < to; r++) {
+        first[r] = w.words[r];
+        w.words[r] = NULL;
+    }
+    assert_int_equal(thread_comm_run(to, body_fork, fo), 0);
+    for (int r = 0; r < to; r++) {
+        assert_memory_equal(first[r], w.words[r], fo->ns * NW * 4);
+        free(first[r]);
+    }
+    /* no two streams of the new job share a Philox stream */
+    for (int r = 0; r < to; r++)
+        for (size_t i = 0; i < fo->ns; i++)
+            for (int q = 0; q < to; q++)
+                for (size_t k = 0; k < fo->ns; k++)
+                    if (q != r || k != i)
+                        assert_false(fo->pos[r][i].seed == fo->pos[q][k].seed
+                                     && fo->pos[r][i].subsequence
+                                            == fo->pos[q][k].subsequence);
+    /* the same world size with the flag: an exact resume */
+    free(fo);
+    world_free(&w);
+}
+
+static void test_world_size_and_fork(void **state)
+{
+    (void)state;
+    fork_case(4, 2);
+    fork_case(2, 4);
+}
+
+/* ---- forked_from ------------------------------------------------------------- */
+
+static int body_chain(int rank, const rngsnap_comm *c, void *arg)
+{
+    world *w = arg; /* dir: load from; msg: save to; seed: reseed if set */
+    int bad = 0;
+    rngsnap *ctx = rk_open(ini_of(w, rank), rank, c->size, 0);
+    if (!ctx)
+        return 1;
+    rk_app config;
+    memset(&config, 0, sizeof config);
+    EXPECT_RC(rk_register(ctx, "config", &config), 0, ctx);
+    EXPECT_RC(rngsnap_load_ranks(ctx, c, w->dir, RNGSNAP_LOAD_FORK), 0,
+              ctx);
+    if (w->seed)
+        EXPECT_RC(rngsnap_seed_all(ctx, w->seed), 0, ctx);
+    EXPECT_RC(rngsnap_save_ranks(ctx, c, w->msg, 0), 0, ctx);
+    rngsnap_close(ctx);
+    return bad;
+}
+
+static void forked_from(const char *dir, char out[33])
+{
+    rngsnap_manifest *m;
+    char err[1024];
+    if (rngsnap_manifest_open(dir, &m, err, sizeof err))
+        fail_msg("%s", err);
+    memcpy(out, rngsnap_manifest_info_get(m)->forked_from, 33);
+    rngsnap_manifest_close(m);
+}
+
+static void test_forked_from(void **state)
+{
+    (void)state;
+    char a[600], b[600], cdir[600], d[600], ida[33], got[33];
+    snprintf(a, sizeof a, "%s/chain-a", scratch);
+    snprintf(b, sizeof b, "%s/chain-b", scratch);
+    snprintf(cdir, sizeof cdir, "%s/chain-c", scratch);
+    snprintf(d, sizeof d, "%s/chain-d", scratch);
+    world w = {.ini = {mixed_ini}, .dir = a, .seed = 70, .no_progress = 1};
+    assert_int_equal(thread_comm_run(3, body_save, &w), 0);
+    world_free(&w);
+    manifest_id(a, ida);
+    /* a fork (3 -> 2), then a save: it records where it came from */
+    world x = {.ini = {mixed_ini}, .dir = a, .msg = b};
+    assert_int_equal(thread_comm_run(2, body_chain, &x), 0);
+    forked_from(b, got);
+    assert_string_equal(got, ida);
+    /* an exact load of that, then a save: carried forward */
+    x.dir = b;
+    x.msg = cdir;
+    assert_int_equal(thread_comm_run(2, body_chain, &x), 0);
+    forked_from(cdir, got);
+    assert_string_equal(got, ida);
+    /* reseeded: no fork in the history any more */
+    x.dir = cdir;
+    x.msg = d;
+    x.seed = 5;
+    assert_int_equal(thread_comm_run(2, body_chain, &x), 0);
+    forked_from(d, got);
+    assert_string_equal(got, "");
+}
+
+/* ---- a damaged manifest --------------------------------------------------------- */
+
+typedef struct flips {
+    world *w;
+    uint8_t *good;
+    size_t len;
+    const char *path;
+} flips;
+
+/* Every one-bit flip and every truncation of the manifest, on both
+ * ranks: refused with CORRUPT from rank 0, states unchanged. */
+static int body_flips(int rank, const rngsnap_comm *c, void *arg)
+{
+    flips *fl = arg;
+    int bad = 0;
+    rngsnap *ctx = rk_open(ini_of(fl->w, rank), rank, c->size, 0);
+    if (!ctx)
+        return 1;
+    rk_app config;
+    memset(&config, 0, sizeof config);
+    memset(config.bytes, 0x77, 16);
+    EXPECT_RC(rk_register(ctx, "config", &config), 0, ctx);
+    EXPECT_RC(rngsnap_seed_all(ctx, 99), 0, ctx);
+    size_t la, lb;
+    uint8_t *before = rk_take(ctx, &la);
+    uint8_t *b = malloc(fl->len);
+    for (size_t i = 0; i < 2 * fl->len; i++) {
+        if (rank == 0) {
+            memcpy(b, fl->good, fl->len);
+            size_t n = fl->len;
+            if (i < fl->len)
+                b[i] ^= 0x01;
+            else
+                n = i - fl->len; /* truncated to 0..len-1 bytes */
+            rk_write(fl->path, b, n);
+        }
+        int rc = rngsnap_load_ranks(ctx, c, fl->w->dir, 0);
+        if (rc != RNGSNAP_E_CORRUPT
+            || !strstr(rngsnap_errmsg(ctx), "rank 0 of 2: load_ranks")) {
+            fprintf(stderr, "rank %d: case %zu: %s: %s\n", rank, i,
+                    rngsnap_error_name(rc), rngsnap_errmsg(ctx));
+            bad++;
+        }
+    }
+    uint8_t *after = rk_take(ctx, &lb);
+    EXPECT(la == lb && memcmp(before, after, la) == 0);
+    EXPECT(config.bytes[0] == 0x77);
+    free(b);
+    free(before);
+    free(after);
+    rngsnap_close(ctx);
+    return bad;
+}
+
+static void test_corrupt_manifest(void **state)
+{
+    (void)state;
+    char dir[600], path[700], err[1024];
+    snprintf(dir, sizeof dir, "%s/flips", scratch);
+    snprintf(path, sizeof path, "%s/MANIFEST", dir);
+    world w = {.ini = {mixed_ini}, .dir = dir, .seed = 80, .no_progress = 1};
+    assert_int_equal(thread_comm_run(2, body_save, &w), 0);
+    world_free(&w);
+    flips fl = {.w = &w, .path = path};
+    fl.good = rk_read(path, &fl.len);
+    assert_non_null(fl.good);
+    /* the reader: every flipped byte and every truncation refused */
+    uint8_t *b = malloc(fl.len);
+    for (size_t i = 0; i < fl.len; i++) {
+        for (int bit = 0; bit < 8; bit++) {
+            memcpy(b, fl.good, fl.len);
+            b[i] ^= (uint8_t)(1u << bit);
+            rk_write(path, b, fl.len);
+            rngsnap_manifest *m = NULL;
+            assert_int_equal(rngsnap_manifest_open(dir, &m, err, sizeof err),
+                             RNGSNAP_E_CORRUPT);
+            assert_null(m);
+        }
+        rk_write(path, fl.good, i);
+        rngsnap_manifest *m = NULL;
+        assert_int_equal(rngsnap_manifest_open(dir, &m, err, sizeof err),
+                         RNGSNAP_E_CORRUPT);
+    }
+    free(b);
+    /* the load, on two ranks */
+    assert_int_equal(thread_comm_run(2, body_flips, &fl), 0);
+    rk_write(path, fl.good, fl.len);
+    free(fl.good);
+}
+
+/* ---- the communicator ----------------------------------------------------------- */
+
+static int body_comm(int rank, const rngsnap_comm *c, void *arg)
+{
+    world *w = arg;
+    int bad = 0;
+    /* seed is the context's world size here */
+    rngsnap *ctx = rk_open(ini_of(w, rank), rank, (int)w->seed, 0);
+    if (!ctx)
+        return 1;
+    EXPECT_RC(rngsnap_seed_all(ctx, 3), 0, ctx);
+    EXPECT_RC(rngsnap_save_ranks(ctx, c, w->dir, 0), w->expect, ctx);
+    if (w->msg)
+        EXPECT_MSG(ctx, w->msg);
+    EXPECT_RC(rngsnap_load_ranks(ctx, c, w->dir, 0), w->expect, ctx);
+    if (w->msg)
+        EXPECT_MSG(ctx, w->msg);
+    rngsnap_close(ctx);
+    return bad;
+}
+
+static int no_allgather(void *u, const void *s, void *r, size_t l)
+{
+    (void)u, (void)s, (void)r, (void)l;
+    return 0;
+}
+
+static void test_comm_checks(void **state)
+{
+    (void)state;
+    char dir[600];
+    snprintf(dir, sizeof dir, "%s/comm", scratch);
+    /* the context thinks the job has 3 ranks, the communicator 2 */
+    world w = {.ini = {mixed_ini}, .dir = dir, .seed = 3,
+               .expect = RNGSNAP_E_INVALID,
+               .msg = "rank 0 of 2: "};
+    assert_int_equal(thread_comm_run(2, body_comm, &w), 0);
+    w.msg = "the communicator is rank 0 of 2 but the context is rank 0 of 3";
+    assert_int_equal(thread_comm_run(2, body_comm, &w), 0);
+    assert_int_equal(rk_count(dir), 0);
+    /* a failing collective */
+    world f = {.ini = {mixed_ini}, .dir = dir};
+    thread_comm_fail(0, 42);
+    f.expect = RNGSNAP_E_BACKEND;
+    f.msg = "communicator allgather failed (returned 42)";
+    assert_int_equal(thread_comm_run(2, body_refused, &f), 0);
+    thread_comm_fail(1, 43); /* the manifest's broadcast */
+    f.msg = "communicator broadcast failed (returned 43)";
+    assert_int_equal(thread_comm_run(2, body_refused, &f), 0);
+    /* no committed checkpoint in the folder */
+    rngsnap *ctx = rk_open(mixed_ini, 0, 1, 0);
+    assert_non_null(ctx);
+    rngsnap_comm bad = {.rank = 0, .size = 1, .allgather = no_allgather};
+    assert_int_equal(rngsnap_save_ranks(ctx, &bad, dir, 0),
+                     RNGSNAP_E_INVALID);
+    assert_int_equal(rngsnap_load_ranks(ctx, NULL, dir, 0),
+                     RNGSNAP_E_INVALID);
+    /* a single-file load has nothing to fork */
+    assert_int_equal(rngsnap_load(ctx, rk_path(dir, "x"), RNGSNAP_LOAD_FORK),
+                     RNGSNAP_E_INVALID);
+    assert_non_null(strstr(rngsnap_errmsg(ctx), "fork applies to multi-rank "
+                                                "folders (rngsnap_load_ranks)"));
+    rngsnap_close(ctx);
+    world e = {.ini = {mixed_ini}, .dir = dir};
+    refused(&e, 1, RNGSNAP_E_IO, "rank 0 of 1: load_ranks",
+            "not a committed multi-rank checkpoint");
+}
+
 static int setup(void **state)
 {
     (void)state;
@@ -195,6 +829,13 @@ int main(void)
         cmocka_unit_test(test_resume_1),
         cmocka_unit_test(test_resume_2),
         cmocka_unit_test(test_resume_4),
+        cmocka_unit_test(test_exists_and_replace),
+        cmocka_unit_test(test_failed_save_keeps_previous),
+        cmocka_unit_test(test_load_failures),
+        cmocka_unit_test(test_world_size_and_fork),
+        cmocka_unit_test(test_forked_from),
+        cmocka_unit_test(test_corrupt_manifest),
+        cmocka_unit_test(test_comm_checks),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
