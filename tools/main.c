@@ -14,11 +14,12 @@ static int cmd_help(const cli_globals *g, int argc, char **argv);
 static const cli_command commands[] = {
     {"backends", "list every configured backend, its devices and streams",
      cmd_backends, 0},
-    {"inspect", "show the header and every section of a checkpoint",
-     cmd_inspect, 0},
-    {"verify", "check a checkpoint's structure and every checksum",
+    {"inspect", "show a checkpoint file or multi-rank folder, section by "
+     "section", cmd_inspect, 0},
+    {"verify", "check a checkpoint file or folder: structure, every checksum",
      cmd_verify, 0},
-    {"diff", "compare two checkpoints entry by entry", cmd_diff, 0},
+    {"diff", "compare two checkpoints (files; folders rank by rank)",
+     cmd_diff, 0},
     {"demo", "kill a simulated training job and resume it bit for bit",
      cmd_demo, 0},
     {"help", "help on a command: rngsnap help COMMAND", cmd_help, 0},

@@ -6,13 +6,17 @@
  * job writes.
  *
  * usage: make_folder INI DIR NRANKS SEED [EXTRA_RANK EXTRA_WORDS]
+ *                    [--same-apps] [--fork SRC]
  *
  * Every rank seeds with SEED, draws 100*rank + 7 words from cpu:0/dropout
  * (so every rank's position differs) and, on EXTRA_RANK only,
  * EXTRA_WORDS words from cpu:0/augment; it registers two app states:
  * "test.step" (8 bytes, the same on every rank) and "test.rank" (8
- * bytes, its own on each rank).  Printed after the save, in rank order,
- * what the test compares inspect's output with:
+ * bytes, its own on each rank; rank 0's on every rank with --same-apps).
+ * --fork SRC: instead of seeding, load folder SRC with RNGSNAP_LOAD_FORK
+ * (SRC of another world size, its app states identical on all ranks), so
+ * that the new folder's manifest records the fork.  Printed after the
+ * save, in rank order, what the test compares inspect's output with:
  *   stream RANK BACKEND DEVICE NAME SEED SUBSEQUENCE OFFSET
  *   app RANK NAME HEX
  */
@@ -29,8 +33,8 @@
 #define MAX_LINES 64
 
 typedef struct job {
-    const char *ini, *dir;
-    int nranks, extra_rank;
+    const char *ini, *dir, *fork_src;
+    int nranks, extra_rank, same_apps;
     uint64_t seed, extra_words;
     char lines[MAX_RANKS][MAX_LINES][160]; /* what each rank prints */
     int nlines[MAX_RANKS];
@@ -85,7 +89,7 @@ static int rank_body(int rank, const rngsnap_comm *comm, void *arg)
     uint8_t step[8], mine[8];
     for (int i = 0; i < 8; i++) {
         step[i] = (uint8_t)(j->seed >> (8 * i)) ^ 0x5a;
-        mine[i] = (uint8_t)(rank * 16 + i);
+        mine[i] = (uint8_t)((j->same_apps ? 0 : rank) * 16 + i);
     }
     rngsnap *ctx;
     int rc = rngsnap_open(&ctx, j->ini, 0);
@@ -98,7 +102,9 @@ static int rank_body(int rank, const rngsnap_comm *comm, void *arg)
         rc = rngsnap_register_state(ctx, "test.step", &st_ops, step);
     if (!rc)
         rc = rngsnap_register_state(ctx, "test.rank", &st_ops, mine);
-    if (!rc)
+    if (!rc && j->fork_src)
+        rc = rngsnap_load_ranks(ctx, comm, j->fork_src, RNGSNAP_LOAD_FORK);
+    else if (!rc)
         rc = rngsnap_seed_all(ctx, j->seed);
     if (!rc)
         rc = draw(ctx, "dropout", 100u * (unsigned)rank + 7);
@@ -136,20 +142,41 @@ static int rank_body(int rank, const rngsnap_comm *comm, void *arg)
     return 0;
 }
 
+static int usage(void)
+{
+    fprintf(stderr, "usage: make_folder INI DIR NRANKS SEED [EXTRA_RANK "
+                    "EXTRA_WORDS] [--same-apps] [--fork SRC]\n");
+    return 2;
+}
+
 int main(int argc, char **argv)
 {
-    if (argc != 5 && argc != 7) {
-        fprintf(stderr, "usage: make_folder INI DIR NRANKS SEED "
-                        "[EXTRA_RANK EXTRA_WORDS]\n");
-        return 2;
-    }
     static job j;
-    j.ini = argv[1];
-    j.dir = argv[2];
-    j.nranks = atoi(argv[3]);
-    j.seed = strtoull(argv[4], NULL, 0);
-    j.extra_rank = argc == 7 ? atoi(argv[5]) : -1;
-    j.extra_words = argc == 7 ? strtoull(argv[6], NULL, 0) : 0;
+    int pos = 0;
+    j.extra_rank = -1;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "--same-apps") == 0)
+            j.same_apps = 1;
+        else if (strcmp(a, "--fork") == 0 && i + 1 < argc)
+            j.fork_src = argv[++i];
+        else if (pos == 0)
+            j.ini = a, pos++;
+        else if (pos == 1)
+            j.dir = a, pos++;
+        else if (pos == 2)
+            j.nranks = atoi(a), pos++;
+        else if (pos == 3)
+            j.seed = strtoull(a, NULL, 0), pos++;
+        else if (pos == 4)
+            j.extra_rank = atoi(a), pos++;
+        else if (pos == 5)
+            j.extra_words = strtoull(a, NULL, 0), pos++;
+        else
+            return usage();
+    }
+    if (pos != 4 && pos != 6)
+        return usage();
     if (j.nranks < 1 || j.nranks > MAX_RANKS) {
         fprintf(stderr, "make_folder: NRANKS must be 1..%d\n", MAX_RANKS);
         return 2;

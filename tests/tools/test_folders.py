@@ -60,12 +60,13 @@ def parse(what, out):
         return None
 
 
-def make(tmp, name, nranks, seed=42, extra=None):
+def make(tmp, name, nranks, seed=42, extra=None, flags=()):
     """Write a folder; return (path, what make_folder printed)."""
     d = os.path.join(tmp, name)
     args = [MAKE, INI, d, str(nranks), str(seed)]
     if extra:
         args += [str(extra[0]), str(extra[1])]
+    args += list(flags)
     p = subprocess.run(args, capture_output=True, text=True, timeout=120)
     if p.returncode != 0:
         print(p.stdout, p.stderr)
@@ -373,6 +374,40 @@ def t_inspect():
                   f"world size:      {n}" in out and
                   ("differs between ranks" in out) == (n > 1),
                   f"inspect {n}-rank folder text: the manifest", out[:1500])
+        # A fork (4 ranks onto 2, twice): the manifest names the source,
+        # inspect shows the forked positions and the restored app states.
+        src, _, _ = make(tmp, "src", 4, seed=7, flags=["--same-apps"])
+        _, out, _ = run("verify", "--json", src)
+        sid = json.loads(out)["id"]
+        for name in ("fork1", "fork2"):
+            d, streams, apps = make(tmp, name, 2, flags=["--same-apps",
+                                                         "--fork", src])
+            rc, out, err = expect_rc(0, "inspect", "--json", d)
+            v = parse(f"inspect --json {name}", out)
+            if not v:
+                continue
+            got = {(r, s["name"]): s for r, rk in enumerate(v["ranks"])
+                   for s in rk["inspect"]["sections"]}
+            check(v["forked_from"] == sid and v["world_size"] == 2 and
+                  v["id"] != sid and
+                  all(got[(r, n)]["philox"]["offset"] == off
+                      and (got[(r, n)]["philox"]["seed"],
+                           got[(r, n)]["philox"]["subsequence"])
+                      == streams[(r, "cpu", 0, n)][:2]
+                      for (r, _, _, n), (_, _, off) in streams.items()) and
+                  all(got[(r, "test.rank")]["state_hex"] == "0001020304050607"
+                      and got[(r, "test.step")]["state_hex"] == apps[(r, "test.step")]
+                      for r in range(2)),
+                  f"inspect --json {name}: forked_from is the source's id, "
+                  "positions as drawn after the fork, app states from the "
+                  "source", out[:3000])
+            rc, out, err = expect_rc(0, "inspect", d)
+            check(f"forked from:     {sid}" in out,
+                  f"inspect {name} text: forked from the source", out[:800])
+        rc, out, err = expect_rc(0, "diff", os.path.join(tmp, "fork1"),
+                                 os.path.join(tmp, "fork2"))
+        check("0 of 2 ranks differ" in out,
+              "two forks of one checkpoint onto 2 ranks: diff identical", out)
         # One damaged rank file: reported in its place, exit 1.
         d = os.path.join(tmp, "w4")
         files = rank_files(d)
