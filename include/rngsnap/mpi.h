@@ -1,0 +1,46 @@
+/*
+ * rngsnap/mpi.h - multi-rank checkpoints over MPI (librngsnap_mpi,
+ * pkg-config rngsnap-mpi).
+ *
+ * A thin adapter: it fills an rngsnap_comm from comm (allgather with
+ * MPI_Allgather of MPI_BYTE, broadcast with MPI_Bcast) and calls
+ * rngsnap_save_ranks / rngsnap_load_ranks, which hold the whole protocol
+ * (docs/user-guide.md, "Multi-rank checkpoints"; the folder format is in
+ * docs/format.md).  The core itself never links MPI.
+ *
+ * Both calls are collective over comm: every rank of comm calls them with
+ * the same dir and flags, and every rank returns the same code, with a
+ * message (rngsnap_errmsg) that names the first failing rank and why.
+ * The context's rank and world size (rngsnap_set_rank, or the launcher's
+ * variables) must equal comm's rank and size, else RNGSNAP_E_INVALID on
+ * every rank, naming both.
+ *
+ * Not collective in one case: when MPI is not initialised (or already
+ * finalised) no collective can run, so the call returns
+ * RNGSNAP_E_INVALID on the calling rank alone and touches nothing.
+ *
+ * Errors of MPI itself follow comm's error handler: with MPI's default
+ * (MPI_ERRORS_ARE_FATAL) a failing collective aborts the job, which keeps
+ * ranks from disagreeing; with MPI_ERRORS_RETURN the call fails with
+ * RNGSNAP_E_BACKEND.  Buffers longer than INT_MAX bytes (MPI counts are
+ * int) are sent in pieces.
+ */
+#ifndef RNGSNAP_MPI_H
+#define RNGSNAP_MPI_H
+
+#include <mpi.h>
+#include <rngsnap.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Flags as rngsnap_save_ranks: RNGSNAP_SAVE_REPLACE, RNGSNAP_SAVE_NO_SYNC. */
+RNGSNAP_API int rngsnap_mpi_save(rngsnap *ctx, MPI_Comm comm, const char *dir, unsigned flags);
+/* Flags as rngsnap_load_ranks: RNGSNAP_LOAD_FORK. */
+RNGSNAP_API int rngsnap_mpi_load(rngsnap *ctx, MPI_Comm comm, const char *dir, unsigned flags);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* RNGSNAP_MPI_H */

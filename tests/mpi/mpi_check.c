@@ -1,0 +1,412 @@
+/*
+ * mpi_check.c - one rank of the mpirun tests of librngsnap_mpi
+ * (run_mpi.py starts it under mpirun; see there for the scenarios).
+ *
+ *   mpi_check save   DIR gen=G [replace] [shared] [killapp=R] [expect=CODE]
+ *   mpi_check check  DIR gens=G[,G2] [absent] [shared]
+ *   mpi_check fail   DIR gen=G code=CODE rank=R [appfail]
+ *   mpi_check fork   DIR gen=G saved=W out=PATH
+ *   mpi_check forkapps DIR          (fork refused: app states differ)
+ *   mpi_check invalid DIR
+ *   mpi_check noinit  DIR           (MPI not initialised / finalised)
+ *
+ * Every rank checks what a user sees (codes, messages, live states) and
+ * prints "rank R: FAIL ..." on a failure; the exit code is 1 on any rank
+ * that failed, so mpirun fails.  Kill points: mpi_kill.h.
+ */
+#include "mpi_kill.h"
+#include "mpi_state.h"
+
+#include <rngsnap/mpi.h>
+
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int rank, world, failed;
+static const char *mode, *dir;
+static int argc_g;
+static char **argv_g;
+
+static void fail(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "rank %d of %d: FAIL %s %s: ", rank, world, mode, dir);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+    failed = 1;
+}
+
+/* key=value argument, or flag presence ("1"); NULL when absent. */
+static const char *opt(const char *key)
+{
+    size_t k = strlen(key);
+    for (int i = 3; i < argc_g; i++) {
+        if (strncmp(argv_g[i], key, k) == 0 && argv_g[i][k] == '=')
+            return argv_g[i] + k + 1;
+        if (strcmp(argv_g[i], key) == 0)
+            return "1";
+    }
+    return NULL;
+}
+
+static long opt_long(const char *key, long def)
+{
+    const char *v = opt(key);
+    return v ? strtol(v, NULL, 10) : def;
+}
+
+static int code_of(const char *name)
+{
+    for (int c = 0; c < 64; c++)
+        if (strcmp(rngsnap_error_name(c), name) == 0)
+            return c;
+    fprintf(stderr, "unknown code name %s\n", name);
+    exit(2);
+}
+
+static rngsnap *open_ctx(unsigned flags, int shared_only)
+{
+    rngsnap *ctx = NULL;
+    const char *ini = getenv("RNGSNAP_MPI_INI");
+    if (rngsnap_open(&ctx, ini, flags)) {
+        fail("rngsnap_open(%s): %s", ini ? ini : "(default)", rngsnap_errmsg(NULL));
+        return NULL;
+    }
+    int r = -1, w = -1;
+    rngsnap_get_rank(ctx, &r, &w);
+    if (r != rank || w != world)
+        fail("context rank %d/%d from the launcher's variables, MPI says %d/%d",
+             r, w, rank, world);
+    if (apps_register(ctx, shared_only))
+        fail("register_state: %s", rngsnap_errmsg(ctx));
+    return ctx;
+}
+
+/* Every rank got the same code: the collective promise of the API. */
+static void same_code_everywhere(int rc, const char *what)
+{
+    int *all = malloc(sizeof(int) * (size_t)world);
+    MPI_Allgather(&rc, 1, MPI_INT, all, 1, MPI_INT, MPI_COMM_WORLD);
+    for (int r = 0; r < world; r++)
+        if (all[r] != rc)
+            fail("%s: this rank got %s, rank %d got %s", what,
+                 rngsnap_error_name(rc), r, rngsnap_error_name(all[r]));
+    free(all);
+}
+
+static void expect_code(rngsnap *ctx, int rc, int want, const char *what)
+{
+    if (rc != want)
+        fail("%s returned %s, expected %s (%s)", what, rngsnap_error_name(rc),
+             rngsnap_error_name(want), rc ? rngsnap_errmsg(ctx) : "no error");
+    same_code_everywhere(rc, what);
+}
+
+static void expect_msg(rngsnap *ctx, const char *needle, const char *what)
+{
+    const char *msg = rngsnap_errmsg(ctx);
+    if (!strstr(msg, needle))
+        fail("%s: message does not name \"%s\": %s", what, needle, msg);
+}
+
+/* Live app states equal generation g's. */
+static void check_apps(uint64_t g, int shared_only, const char *what)
+{
+    for (int a = 0; a < APP_COUNT; a++) {
+        if (shared_only && a != APP_SHARED)
+            continue;
+        unsigned char want[APP_MAX];
+        size_t len;
+        app_expected(a, g, rank, want, &len);
+        if (apps[a].len != len || memcmp(apps[a].buf, want, len))
+            fail("%s: app state %s differs from generation %" PRIu64, what,
+                 apps[a].name, g);
+    }
+}
+
+/* ctx's streams equal a fresh context's set to generation g. */
+static void check_streams(rngsnap *ctx, uint64_t g, const char *what)
+{
+    rngsnap *ref = open_ctx(0, 0);
+    char why[512];
+    if (!ref)
+        return;
+    if (streams_set(ref, g))
+        fail("reference: %s", rngsnap_errmsg(ref));
+    else if (streams_compare(ctx, ref, why, sizeof why))
+        fail("%s: %s (generation %" PRIu64 ")", what, why, g);
+    rngsnap_close(ref);
+}
+
+static int do_save(void)
+{
+    uint64_t g = (uint64_t)opt_long("gen", 0);
+    int shared = opt("shared") != NULL;
+    rngsnap *ctx = open_ctx(0, shared);
+    if (!ctx)
+        return 1;
+    if (streams_set(ctx, g))
+        fail("seed: %s", rngsnap_errmsg(ctx));
+    apps_set(g, rank);
+    if (opt_long("killapp", -1) == rank)
+        apps[APP_BLOB].kill_save = 1;
+    unsigned flags = opt("replace") ? RNGSNAP_SAVE_REPLACE : 0;
+    const char *expect = opt("expect");
+    kill_setup(rank);
+    apps[APP_BLOB].armed = 1;
+    kill_arm(1);
+    int rc = rngsnap_mpi_save(ctx, MPI_COMM_WORLD, dir, flags);
+    kill_arm(0);
+    apps[APP_BLOB].armed = 0;
+    expect_code(ctx, rc, expect ? code_of(expect) : RNGSNAP_OK, "rngsnap_mpi_save");
+    if (rank == 0)
+        printf("collectives %ld\n", kill_calls());
+    rngsnap_close(ctx);
+    return 0;
+}
+
+static int do_check(void)
+{
+    int shared = opt("shared") != NULL;
+    const char *gens = opt("gens");
+    rngsnap *ctx = open_ctx(RNGSNAP_RESUME, shared);
+    if (!ctx)
+        return 1;
+    int rc = rngsnap_mpi_load(ctx, MPI_COMM_WORLD, dir, 0);
+    same_code_everywhere(rc, "rngsnap_mpi_load");
+    if (rc == RNGSNAP_E_IO && opt("absent")) {
+        /* An uncommitted folder (no manifest): refused alike everywhere. */
+        if (rank == 0)
+            printf("GEN none (%s: %s)\n", rngsnap_error_name(rc), rngsnap_errmsg(ctx));
+        rngsnap_close(ctx);
+        return 0;
+    }
+    if (rc) {
+        fail("rngsnap_mpi_load returned %s: %s", rngsnap_error_name(rc),
+             rngsnap_errmsg(ctx));
+        rngsnap_close(ctx);
+        return 1;
+    }
+    uint64_t g = shared ? (uint64_t)opt_long("gens", 0) : apps_marker(rank);
+    int allowed = 0;
+    for (const char *p = gens; p && *p; p = strchr(p, ',') ? strchr(p, ',') + 1 : "")
+        allowed |= strtoull(p, NULL, 10) == g;
+    if (!allowed)
+        fail("loaded generation %" PRIu64 ", expected one of %s", g, gens);
+    uint64_t *all = malloc(sizeof(uint64_t) * (size_t)world);
+    MPI_Allgather(&g, 1, MPI_UINT64_T, all, 1, MPI_UINT64_T, MPI_COMM_WORLD);
+    for (int r = 0; r < world; r++)
+        if (all[r] != g)
+            fail("a mix: this rank loaded generation %" PRIu64 ", rank %d %" PRIu64,
+                 g, r, all[r]);
+    free(all);
+    check_apps(g, shared, "after load");
+    check_streams(ctx, g, "after load");
+    if (rank == 0)
+        printf("GEN %" PRIu64 "\n", g);
+    rngsnap_close(ctx);
+    return 0;
+}
+
+/* A live state at generation g, a load that must fail everywhere with
+ * code, naming rank R first, and every live state unchanged after it. */
+static int do_fail(void)
+{
+    uint64_t g = (uint64_t)opt_long("gen", 0);
+    int bad = (int)opt_long("rank", 0);
+    int want = code_of(opt("code") ? opt("code") : "?");
+    rngsnap *ctx = open_ctx(0, 0);
+    if (!ctx)
+        return 1;
+    if (streams_set(ctx, g))
+        fail("seed: %s", rngsnap_errmsg(ctx));
+    apps_set(g, rank);
+    if (opt("appfail") && rank == bad)
+        apps[APP_BLOB].fail_load = 1;
+    rngsnap_philox before[256], after[256];
+    size_t nb, na;
+    if (positions_get(ctx, before, 256, &nb))
+        fail("positions: %s", rngsnap_errmsg(ctx));
+    int rc = rngsnap_mpi_load(ctx, MPI_COMM_WORLD, dir, 0);
+    expect_code(ctx, rc, want, "rngsnap_mpi_load");
+    char needle[64];
+    snprintf(needle, sizeof needle, "rank %d of %d", bad, world);
+    expect_msg(ctx, needle, "rngsnap_mpi_load");
+    if (positions_get(ctx, after, 256, &na) || na != nb
+        || memcmp(before, after, nb * sizeof before[0]))
+        fail("a failed load changed a stream position");
+    apps[APP_BLOB].fail_load = 0;
+    check_apps(g, 0, "after the failed load");
+    check_streams(ctx, g, "after the failed load");
+    if (rank == 0)
+        printf("refused: %s\n", rngsnap_errmsg(ctx));
+    rngsnap_close(ctx);
+    return 0;
+}
+
+/* Refused on another world size, then forked: draws written to
+ * out.<rank> (run_mpi.py compares two forks), streams distinct across
+ * every rank, the shared app state restored. */
+static int do_fork(void)
+{
+    uint64_t g = (uint64_t)opt_long("gen", 0);
+    long saved = opt_long("saved", 0);
+    rngsnap *ctx = open_ctx(RNGSNAP_RESUME, 1);
+    if (!ctx)
+        return 1;
+    int rc = rngsnap_mpi_load(ctx, MPI_COMM_WORLD, dir, 0);
+    expect_code(ctx, rc, RNGSNAP_E_MISMATCH, "load without RNGSNAP_LOAD_FORK");
+    char needle[32];
+    snprintf(needle, sizeof needle, "%ld", saved);
+    expect_msg(ctx, needle, "load without RNGSNAP_LOAD_FORK (saved size)");
+    snprintf(needle, sizeof needle, "%d", world);
+    expect_msg(ctx, needle, "load without RNGSNAP_LOAD_FORK (current size)");
+    expect_msg(ctx, "RNGSNAP_LOAD_FORK", "load without RNGSNAP_LOAD_FORK (way out)");
+    if (rank == 0)
+        printf("refused: %s\n", rngsnap_errmsg(ctx));
+    rc = rngsnap_mpi_load(ctx, MPI_COMM_WORLD, dir, RNGSNAP_LOAD_FORK);
+    expect_code(ctx, rc, RNGSNAP_OK, "load with RNGSNAP_LOAD_FORK");
+    if (rc) {
+        rngsnap_close(ctx);
+        return 1;
+    }
+    check_apps(g, 1, "after the fork");
+    size_t n = 0;
+    rngsnap_philox pos[256];
+    if (positions_get(ctx, pos, 256, &n))
+        fail("positions: %s", rngsnap_errmsg(ctx));
+    /* No two streams of the job share a Philox stream (seed, subsequence). */
+    rngsnap_philox *all = malloc(sizeof pos[0] * n * (size_t)world);
+    MPI_Allgather(pos, (int)(n * sizeof pos[0]), MPI_BYTE, all,
+                  (int)(n * sizeof pos[0]), MPI_BYTE, MPI_COMM_WORLD);
+    for (size_t i = 0; i < n * (size_t)world; i++)
+        for (size_t j = i + 1; j < n * (size_t)world; j++)
+            if (all[i].seed == all[j].seed && all[i].subsequence == all[j].subsequence)
+                fail("streams %zu (rank %zu) and %zu (rank %zu) share seed %" PRIu64
+                     " subsequence %" PRIu64, i % n, i / n, j % n, j / n,
+                     all[i].seed, all[i].subsequence);
+    free(all);
+    char path[4096];
+    snprintf(path, sizeof path, "%s.%d", opt("out"), rank);
+    FILE *f = fopen(path, "w");
+    for (size_t i = 0; f && i < n; i++) {
+        rngsnap_stream *s = rngsnap_stream_at(ctx, i);
+        uint32_t w[8];
+        if (rngsnap_generate(s, RNGSNAP_U32, w, 8))
+            fail("draw: %s", rngsnap_errmsg(ctx));
+        fprintf(f, "%s/%d/%s %016" PRIx64 " %016" PRIx64 " %" PRIu64 " :",
+                rngsnap_stream_backend(s), rngsnap_stream_device(s),
+                rngsnap_stream_name(s), pos[i].seed, pos[i].subsequence,
+                pos[i].offset);
+        for (int k = 0; k < 8; k++)
+            fprintf(f, " %08" PRIx32, w[k]);
+        fputc('\n', f);
+    }
+    if (!f || fclose(f))
+        fail("cannot write %s", path);
+    rngsnap_close(ctx);
+    return 0;
+}
+
+/* A fork needs every app state identical on all saved ranks. */
+static int do_forkapps(void)
+{
+    rngsnap *ctx = open_ctx(RNGSNAP_RESUME, 0);
+    if (!ctx)
+        return 1;
+    int rc = rngsnap_mpi_load(ctx, MPI_COMM_WORLD, dir, RNGSNAP_LOAD_FORK);
+    expect_code(ctx, rc, RNGSNAP_E_MISMATCH, "fork with per-rank app states");
+    expect_msg(ctx, "marker", "fork with per-rank app states");
+    if (rank == 0)
+        printf("refused: %s\n", rngsnap_errmsg(ctx));
+    rngsnap_close(ctx);
+    return 0;
+}
+
+/* The context's rank/world must equal the communicator's. */
+static int do_invalid(void)
+{
+    rngsnap *ctx = open_ctx(0, 0);
+    if (!ctx)
+        return 1;
+    if (streams_set(ctx, 1))
+        fail("seed: %s", rngsnap_errmsg(ctx));
+    static const struct { int drank, dworld; } cases[] = {{1, 0}, {0, 1}};
+    for (size_t c = 0; c < 2; c++) {
+        int r = (rank + cases[c].drank) % world, w = world + cases[c].dworld;
+        if (world == 1 && cases[c].drank)
+            continue; /* one rank: no other rank to swap with */
+        rngsnap_set_rank(ctx, r, w);
+        int rc = rngsnap_mpi_save(ctx, MPI_COMM_WORLD, dir, RNGSNAP_SAVE_REPLACE);
+        expect_code(ctx, rc, RNGSNAP_E_INVALID, "save with a wrong rank/world");
+        rc = rngsnap_mpi_load(ctx, MPI_COMM_WORLD, dir, 0);
+        expect_code(ctx, rc, RNGSNAP_E_INVALID, "load with a wrong rank/world");
+        if (rank == 0)
+            printf("refused: %s\n", rngsnap_errmsg(ctx));
+    }
+    rngsnap_close(ctx);
+    return 0;
+}
+
+/* Before MPI_Init and after MPI_Finalize: refused on this rank alone. */
+static int noinit_try(rngsnap *ctx, const char *when)
+{
+    int rc = rngsnap_mpi_save(ctx, MPI_COMM_WORLD, dir, RNGSNAP_SAVE_REPLACE);
+    if (rc != RNGSNAP_E_INVALID)
+        fail("save %s returned %s", when, rngsnap_error_name(rc));
+    rc = rngsnap_mpi_load(ctx, MPI_COMM_WORLD, dir, 0);
+    if (rc != RNGSNAP_E_INVALID)
+        fail("load %s returned %s", when, rngsnap_error_name(rc));
+    printf("%s: %s\n", when, rngsnap_errmsg(ctx));
+    return rc;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 3) {
+        fprintf(stderr, "usage: see the top of mpi_check.c\n");
+        return 2;
+    }
+    argc_g = argc;
+    argv_g = argv;
+    mode = argv[1];
+    dir = argv[2];
+    if (strcmp(mode, "noinit") == 0) {
+        rngsnap *ctx = NULL;
+        if (rngsnap_open(&ctx, getenv("RNGSNAP_MPI_INI"), 0)) {
+            fprintf(stderr, "rngsnap_open: %s\n", rngsnap_errmsg(NULL));
+            return 1;
+        }
+        noinit_try(ctx, "before MPI_Init");
+        MPI_Init(&argc, &argv);
+        MPI_Finalize();
+        noinit_try(ctx, "after MPI_Finalize");
+        rngsnap_close(ctx);
+        return failed;
+    }
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &world);
+    static const struct { const char *name; int (*run)(void); } modes[] = {
+        {"save", do_save},         {"check", do_check},   {"fail", do_fail},
+        {"fork", do_fork},         {"forkapps", do_forkapps},
+        {"invalid", do_invalid}};
+    int known = 0;
+    for (size_t i = 0; i < sizeof modes / sizeof modes[0]; i++)
+        if (strcmp(mode, modes[i].name) == 0) {
+            modes[i].run();
+            known = 1;
+        }
+    if (!known)
+        fail("unknown mode");
+    /* The job fails if any rank failed (each rank prints its own). */
+    int any = 0;
+    MPI_Allreduce(&failed, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    MPI_Finalize();
+    return any;
+}

@@ -1,0 +1,65 @@
+/*
+ * mpi_kill.c - MPI_Allgather/MPI_Bcast wrappers that count collective
+ * calls and SIGKILL this rank at a chosen one (mpi_kill.h).
+ */
+#include "mpi_kill.h"
+
+#include <mpi.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int armed;
+static long calls;
+static long kill_at = -1;    /* call number, or -1: never */
+static int kill_after;       /* kill once the call returned */
+
+void kill_setup(int rank)
+{
+    const char *spec = getenv("RNGSNAP_TEST_KILL");
+    int r;
+    long k;
+    char when[16] = "before";
+    if (spec && sscanf(spec, "%d:%ld:%15s", &r, &k, when) >= 2 && r == rank) {
+        kill_at = k;
+        kill_after = strcmp(when, "after") == 0;
+    }
+}
+
+void kill_arm(int on)
+{
+    armed = on;
+}
+
+long kill_calls(void)
+{
+    return calls;
+}
+
+static void kill_point(int after)
+{
+    if (armed && calls == kill_at && after == kill_after)
+        raise(SIGKILL);
+}
+
+int MPI_Allgather(const void *send, int scount, MPI_Datatype stype, void *recv,
+                  int rcount, MPI_Datatype rtype, MPI_Comm comm)
+{
+    if (armed)
+        calls++;
+    kill_point(0);
+    int rc = PMPI_Allgather(send, scount, stype, recv, rcount, rtype, comm);
+    kill_point(1);
+    return rc;
+}
+
+int MPI_Bcast(void *buf, int count, MPI_Datatype type, int root, MPI_Comm comm)
+{
+    if (armed)
+        calls++;
+    kill_point(0);
+    int rc = PMPI_Bcast(buf, count, type, root, comm);
+    kill_point(1);
+    return rc;
+}

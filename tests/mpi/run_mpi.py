@@ -1,0 +1,282 @@
+#!/usr/bin/env python3
+"""run_mpi.py - drives the mpirun tests of librngsnap_mpi (suite "mpi").
+
+Each scenario starts jobs of tests/mpi/mpi_check (one per mpirun, as a
+real job and its resumed successor would be) and checks what they print
+and return.  Usage (meson passes the first three):
+  run_mpi.py MPI_BUILT MPI_CHECK CHUNK_CHECK SCENARIO [N]
+  SCENARIO: resume N | kill N replace|new | fail N | fork | misc
+Exit 77 (skipped) when librngsnap_mpi was not built or mpirun is missing.
+"""
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+
+mpi_built, prog, chunk_prog, scenario = sys.argv[1:5]
+nranks = int(sys.argv[5]) if len(sys.argv) > 5 else 0
+if mpi_built != "yes":
+    print("skip: librngsnap_mpi not built (Meson found no MPI)")
+    sys.exit(77)
+mpirun = shutil.which("mpirun")
+if not mpirun:
+    print("skip: no mpirun on PATH (Debian: apt-get install openmpi-bin)")
+    sys.exit(77)
+
+env = dict(os.environ)
+for var in ("RANK", "WORLD_SIZE", "PMI_RANK", "PMI_SIZE", "RNGSNAP_TEST_KILL",
+            "RNGSNAP_CONFIG", "RNGSNAP_PLUGIN_PATH"):
+    env.pop(var, None)
+if os.geteuid() == 0:  # Open MPI refuses root without these
+    env["OMPI_ALLOW_RUN_AS_ROOT"] = "1"
+    env["OMPI_ALLOW_RUN_AS_ROOT_CONFIRM"] = "1"
+tmp = tempfile.mkdtemp(prefix="rngsnap-mpi-")
+failures = []
+runs = 0
+
+
+def job(n, args, kill=None, program=None):
+    """One mpirun of n ranks; returns (exit code, output)."""
+    global runs
+    runs += 1
+    e = dict(env)
+    if kill:
+        e["RNGSNAP_TEST_KILL"] = kill
+    cmd = [mpirun, "--oversubscribe", "--bind-to", "none", "-np", str(n),
+           program or prog] + [str(a) for a in args]
+    p = subprocess.Popen(cmd, env=e, stdout=subprocess.PIPE,
+                         stderr=subprocess.STDOUT, text=True,
+                         start_new_session=True)
+    try:
+        out, _ = p.communicate(timeout=90)
+    except subprocess.TimeoutExpired:
+        os.killpg(p.pid, signal.SIGKILL)
+        out, _ = p.communicate()
+        out += "\n(timed out after 90 s: a rank hung)"
+        return 124, out
+    return p.returncode, out
+
+
+def expect_ok(n, args, what, kill=None, program=None):
+    rc, out = job(n, args, kill, program)
+    if rc != 0:
+        failures.append(f"{what}: {n} ranks, mpirun exit {rc}\n{out}")
+    return out
+
+
+def show(what, out):
+    """Rank 0's messages, so the log shows what a user would read."""
+    for line in out.splitlines():
+        if line.startswith(("refused: ", "before MPI_Init", "after MPI_Finalize")):
+            print(f"  {what}: {line}")
+
+
+def loaded_gen(out):
+    m = re.search(r"^GEN (\S+)", out, re.M)
+    return m.group(1) if m else None
+
+
+def check(n, d, gens, what, absent=False):
+    """A new job loads d; returns the generation it found ('none' if the
+    folder was not committed and absent is allowed)."""
+    args = ["check", d, "gens=" + ",".join(str(g) for g in gens)]
+    if absent:
+        args.append("absent")
+    out = expect_ok(n, args, what)
+    g = loaded_gen(out)
+    if g is None:
+        failures.append(f"{what}: no generation reported\n{out}")
+    return g
+
+
+def collectives(out):
+    m = re.search(r"^collectives (\d+)", out, re.M)
+    return int(m.group(1)) if m else 0
+
+
+def resume(n):
+    d = os.path.join(tmp, f"ck{n}")
+    expect_ok(n, ["save", d, "gen=1"], "save")
+    check(n, d, [1], "bit-exact resume")
+    expect_ok(n, ["save", d, "gen=2", "expect=RNGSNAP_E_EXISTS"],
+              "save over a committed folder without REPLACE")
+    check(n, d, [1], "previous checkpoint after EXISTS")
+    expect_ok(n, ["save", d, "gen=2", "replace"], "save with REPLACE")
+    check(n, d, [2], "resume after REPLACE")
+    print(f"{n} ranks: save, resume bit-exact, EXISTS, REPLACE: {runs} jobs")
+
+
+def kill(n, variant):
+    """SIGKILL one rank at every collective of a save (before and after
+    each call) and inside an app-state save callback; after each, a new
+    job loads the previous or the new checkpoint, whole, on every rank."""
+    base = os.path.join(tmp, "kill0")
+    out = expect_ok(n, ["save", base, "gen=0"], "first save")
+    k_total = collectives(out)
+    if k_total < 2:
+        failures.append(f"counting save reported {k_total} collectives\n{out}")
+        return
+    points = []
+    for r in sorted({0, n - 1}):
+        points += [(r, f"{r}:{k}:{w}") for k in range(1, k_total + 1)
+                   for w in ("before", "after")]
+        points.append((r, f"app:{r}"))
+    g, committed, folder, seq = 0, base, base, 0
+    outcomes = {"old": 0, "new": 0}
+    for r, point in points:
+        seq += 1
+        if variant == "new" and folder == committed:
+            folder = os.path.join(tmp, f"kill{seq}")
+        args = ["save", folder, f"gen={g + 1}"]
+        kill_spec = None
+        if point.startswith("app:"):
+            args.append(f"killapp={r}")
+        else:
+            kill_spec = point
+        if variant == "replace":
+            args.append("replace")
+        rc, out = job(n, args, kill_spec)
+        if rc == 0 or "signal 9" not in out:
+            failures.append(f"kill {point}: the rank was not killed (exit {rc})\n{out}")
+        what = f"load after kill {point} ({variant})"
+        if variant == "replace":
+            got = check(n, folder, [g, g + 1], what)
+        else:
+            got = check(n, folder, [g + 1], what, absent=True)
+            if got == "none":
+                # Not committed: the previous folder still loads in full.
+                got = check(n, committed, [g], what + ", previous folder")
+        if got == str(g + 1):
+            g, committed = g + 1, folder
+            outcomes["new"] += 1
+        elif got == str(g):
+            outcomes["old"] += 1
+        if failures:
+            break
+    # A save after all these kills, into the last folder, completes.
+    flags = ["replace"] if variant == "replace" else []
+    if variant == "new" and folder == committed:
+        folder = os.path.join(tmp, "kill-final")
+    expect_ok(n, ["save", folder, f"gen={g + 1}"] + flags, "save after the kills")
+    check(n, folder, [g + 1], "resume after the kills")
+    print(f"{n} ranks, {variant}: {len(points)} kill points over {k_total} "
+          f"collectives: previous checkpoint loaded {outcomes['old']}x, "
+          f"new one {outcomes['new']}x; {runs} jobs")
+
+
+def copy_case(src, name):
+    dst = os.path.join(tmp, name)
+    shutil.copytree(src, dst)
+    return dst
+
+
+def rank_file(d, r):
+    names = [f for f in os.listdir(d) if f.startswith(f"rank-{r:05d}.")]
+    if len(names) != 1:
+        failures.append(f"{d}: expected one file of rank {r}, found {names}")
+        return os.path.join(d, f"rank-{r:05d}.missing")
+    return os.path.join(d, names[0])
+
+
+def fail_cases(n):
+    """One failure injected on one rank: every rank returns the same code,
+    names the first failing rank, and keeps its live state."""
+    d = os.path.join(tmp, "good")
+    other = os.path.join(tmp, "other")
+    expect_ok(n, ["save", d, "gen=5"], "save")
+    expect_ok(n, ["save", other, "gen=6"], "save of another job")
+    bad = 2 if n > 2 else n - 1
+    cases = []
+    c = copy_case(d, "damaged")
+    f = rank_file(c, bad)
+    data = bytearray(open(f, "rb").read())
+    data[len(data) // 2] ^= 0x10
+    open(f, "wb").write(data)
+    cases.append(("damaged rank file", c, "RNGSNAP_E_CORRUPT", bad, []))
+    c = copy_case(d, "missing")
+    os.unlink(rank_file(c, bad))
+    cases.append(("missing rank file", c, "RNGSNAP_E_IO", bad, []))
+    if n > 1:
+        c = copy_case(d, "swapped")
+        a, b = rank_file(c, bad - 1), rank_file(c, bad)
+        os.rename(a, a + ".x")
+        os.rename(b, a)
+        os.rename(a + ".x", b)
+        cases.append(("swapped rank files", c, "RNGSNAP_E_CORRUPT", bad - 1, []))
+    c = copy_case(d, "foreign-file")
+    shutil.copyfile(rank_file(other, bad), rank_file(c, bad))
+    cases.append(("another job's rank file", c, "RNGSNAP_E_CORRUPT", bad, []))
+    c = copy_case(d, "foreign-manifest")
+    shutil.copyfile(os.path.join(other, "MANIFEST"), os.path.join(c, "MANIFEST"))
+    cases.append(("another job's manifest", c, "RNGSNAP_E_IO", 0, []))
+    cases.append(("app load callback fails", d, "RNGSNAP_E_BACKEND", bad, ["appfail"]))
+    for what, c, code, r, extra in cases:
+        show(what, expect_ok(n, ["fail", c, "gen=9", f"code={code}", f"rank={r}"]
+                             + extra, what))
+    check(n, d, [5], "the intact checkpoint still loads")
+    print(f"{n} ranks: {len(cases)} injected failures refused alike, live states "
+          f"unchanged; {runs} jobs")
+
+
+def fork():
+    for saved, now in ((4, 2), (2, 4)):
+        d = os.path.join(tmp, f"fork{saved}")
+        expect_ok(saved, ["save", d, "gen=7", "shared"], f"save on {saved} ranks")
+        outs = []
+        for run in ("a", "b"):
+            o = os.path.join(tmp, f"fork{saved}to{now}{run}")
+            out = expect_ok(now, ["fork", d, "gen=7", f"saved={saved}", f"out={o}"],
+                            f"{saved} -> {now} ranks, fork {run}")
+            if run == "a":
+                show(f"{saved} -> {now} ranks", out)
+            outs.append(o)
+        for r in range(now):
+            a = open(f"{outs[0]}.{r}").read() if os.path.exists(f"{outs[0]}.{r}") else None
+            b = open(f"{outs[1]}.{r}").read() if os.path.exists(f"{outs[1]}.{r}") else None
+            if not a or a != b:
+                failures.append(f"{saved} -> {now}: rank {r}'s forked draws differ "
+                                f"between two forks (or are missing)")
+    d = os.path.join(tmp, "forkapps")
+    expect_ok(2, ["save", d, "gen=3"], "save with per-rank app states")
+    show("fork with per-rank app states",
+         expect_ok(4, ["forkapps", d], "fork refused for per-rank app states"))
+    print(f"4 -> 2 and 2 -> 4: refused without the flag, forked twice identically; "
+          f"{runs} jobs")
+
+
+def misc():
+    d = os.path.join(tmp, "misc")
+    for n in (1, 2):
+        show(f"{n} ranks", expect_ok(n, ["invalid", d],
+                                     "context rank/world unlike the communicator's"))
+    show("1 rank", expect_ok(1, ["noinit", d], "MPI not initialised"))
+    out = expect_ok(4, [os.path.join(tmp, "chunk")], "chunked collectives",
+                    program=chunk_prog)
+    print(out.strip())
+    print(f"wrong rank/world, MPI not initialised, chunked collectives; {runs} jobs")
+
+
+try:
+    if scenario == "resume":
+        resume(nranks)
+    elif scenario == "kill":
+        kill(nranks, sys.argv[6])
+    elif scenario == "fail":
+        fail_cases(nranks)
+    elif scenario == "fork":
+        fork()
+    elif scenario == "misc":
+        misc()
+    else:
+        failures.append(f"unknown scenario {scenario}")
+finally:
+    if failures:
+        print(f"FAILED ({len(failures)}); files kept in {tmp}")
+        for f in failures:
+            print("----\n" + f)
+    else:
+        shutil.rmtree(tmp, ignore_errors=True)
+sys.exit(1 if failures else 0)
