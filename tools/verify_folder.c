@@ -19,15 +19,18 @@
 /* One rank's result. */
 typedef struct rank_check {
     int code;          /* RNGSNAP_OK or the first problem's code */
-    char error[8192];  /* the first problem, naming rank and file  */
+    char *error;       /* the first problem, naming rank and file
+                          (malloc'd, failed ranks only: a world of
+                          10^6 ranks costs 24 bytes each)          */
     size_t sections;
 } rank_check;
 
 /* The manifest's app records against the rank file's app sections: rank
  * 0's bytes have the recorded checksum, and a state recorded identical on
- * all ranks has the same bytes here.  0 when they agree. */
+ * all ranks has the same bytes here.  RNGSNAP_OK when they agree, else
+ * RNGSNAP_E_CORRUPT with the reason in err. */
 static int check_apps(const rngsnap_manifest *m, const rngsnap_file *f,
-                      int rank, const char *path, rank_check *c)
+                      int rank, const char *path, char *err, size_t errlen)
 {
     size_t na = rngsnap_manifest_info_get(m)->app_count;
     size_t ns = rngsnap_file_section_count(f);
@@ -44,30 +47,36 @@ static int check_apps(const rngsnap_manifest *m, const rngsnap_file *f,
         uint64_t h = s ? XXH3_64bits(s->state, s->state_size) : 0;
         if (s && h == a->checksum)
             continue;
-        snprintf(c->error, sizeof c->error, "rank %d: %s: app state '%s' %s "
+        snprintf(err, errlen, "rank %d: %s: app state '%s' %s "
                  "(the manifest records %016" PRIx64 "%s)", rank, path,
                  a->name, s ? "has other bytes than the manifest records"
                             : "is missing", a->checksum,
                  rank ? ", identical on all ranks" : " for rank 0");
-        c->code = RNGSNAP_E_CORRUPT;
-        return 1;
+        return RNGSNAP_E_CORRUPT;
     }
-    return 0;
+    return RNGSNAP_OK;
 }
 
 static void check_rank(const rngsnap_manifest *m, const char *dir, int rank,
                        rank_check *c)
 {
     rngsnap_file *f;
-    char path[4096];
+    char path[4096], err[8192];
     memset(c, 0, sizeof *c);
     folder_rank_path(m, dir, rank, path, sizeof path);
-    c->code = folder_rank_open(m, dir, rank, &f, c->error, sizeof c->error);
+    c->code = folder_rank_open(m, dir, rank, &f, err, sizeof err);
+    if (c->code == RNGSNAP_OK) {
+        c->sections = rngsnap_file_section_count(f);
+        c->code = check_apps(m, f, rank, path, err, sizeof err);
+        rngsnap_file_close(f);
+    }
     if (c->code != RNGSNAP_OK)
-        return;
-    c->sections = rngsnap_file_section_count(f);
-    check_apps(m, f, rank, path, c);
-    rngsnap_file_close(f);
+        c->error = strdup(err); /* NULL: printed as "out of memory" */
+}
+
+static const char *problem(const rank_check *c)
+{
+    return c->error ? c->error : "(out of memory for the message)";
 }
 
 static void print_text(const char *dir, const rngsnap_manifest *m,
@@ -85,7 +94,8 @@ static void print_text(const char *dir, const rngsnap_manifest *m,
                    "XXH3-64 %016" PRIx64 " as recorded)\n", r, slot->file,
                    c[r].sections, slot->size, slot->checksum);
         else
-            printf("  rank %d: %s FAILED: %s\n", r, slot->file, c[r].error);
+            printf("  rank %d: %s FAILED: %s\n", r, slot->file,
+                   problem(&c[r]));
     }
     if (failed)
         printf("%s: %d of %" PRId32 " rank files failed\n", dir, failed,
@@ -124,7 +134,7 @@ static void print_json(const char *dir, const rngsnap_manifest *m,
         json_key(stdout, &k, ", ", "ok");
         json_bool(stdout, ok);
         json_key(stdout, &k, ", ", "error");
-        json_string(stdout, ok ? NULL : c[r].error);
+        json_string(stdout, ok ? NULL : problem(&c[r]));
         json_key(stdout, &k, ", ", "error_code");
         json_string(stdout, ok ? NULL : rngsnap_error_name(c[r].code));
         fputs("}", stdout);
@@ -183,7 +193,7 @@ int verify_folder(const char *dir, int json)
         check_rank(m, dir, r, &c[r]);
         if (c[r].code != RNGSNAP_OK) {
             failed++;
-            cli_err("verify", "%s (%s)", c[r].error,
+            cli_err("verify", "%s (%s)", problem(&c[r]),
                     rngsnap_error_name(c[r].code));
         }
     }
@@ -191,6 +201,8 @@ int verify_folder(const char *dir, int json)
         print_json(dir, m, c, failed);
     else
         print_text(dir, m, c, failed);
+    for (int r = 0; r < world; r++)
+        free(c[r].error);
     free(c);
     rngsnap_manifest_close(m);
     return failed ? CLI_FAIL : CLI_OK;
