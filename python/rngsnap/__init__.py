@@ -82,3 +82,61 @@ class Context(_rngsnap.Context):
     def __repr__(self):
         state = "closed" if self.closed else "open"
         return "<rngsnap.Context %s>" % state
+
+    def save_ranks(self, dir, group=None, replace=False):
+        """Collective over torch.distributed (every rank of group calls
+        it): write this rank's file into folder dir, then rank 0 commits
+        the manifest.  The context's rank and world size must be the
+        group's (RANK/WORLD_SIZE as torchrun sets them, or set_rank)."""
+        comm = _TorchComm(group)
+        self._save_ranks(dir, comm, comm.rank, comm.size, replace)
+
+    def load_ranks(self, dir, group=None, fork=False):
+        """Collective: restore every rank from folder dir, all or nothing
+        on every rank.  fork=True accepts a folder saved by another world
+        size (a deterministic fork, docs/user-guide.md)."""
+        comm = _TorchComm(group)
+        self._load_ranks(dir, comm, comm.rank, comm.size, fork)
+
+
+class _TorchComm:
+    """The collectives of a multi-rank save/load on torch.distributed:
+    uint8 CPU tensors (gloo).  all_gather with a list of tensors, not
+    all_gather_into_tensor: gloo in torch 1.13 has no _allgather_base.
+    Every rank passes the same lengths (the rngsnap_comm contract), so a
+    zero-length call is skipped on all of them alike."""
+
+    def __init__(self, group=None):
+        import torch
+        import torch.distributed as dist
+        if not dist.is_available() or not dist.is_initialized():
+            raise RuntimeError("torch.distributed is not initialised: call "
+                               "torch.distributed.init_process_group first")
+        self.torch, self.dist, self.group = torch, dist, group
+        self.rank = dist.get_rank(group)
+        self.size = dist.get_world_size(group)
+
+    def _tensor(self, data):
+        t = self.torch.empty(len(data), dtype=self.torch.uint8)
+        t.numpy()[:] = memoryview(data)
+        return t
+
+    def allgather(self, data):
+        if not data:
+            return b""
+        parts = [self.torch.empty(len(data), dtype=self.torch.uint8)
+                 for _ in range(self.size)]
+        self.dist.all_gather(parts, self._tensor(data), group=self.group)
+        return b"".join(p.numpy().tobytes() for p in parts)
+
+    def broadcast(self, data, root):
+        if not data:
+            return b""
+        t = self._tensor(data)
+        src = root
+        if self.group is not None:  # src is a global rank
+            get = getattr(self.dist, "get_global_rank", None) or \
+                self.dist.distributed_c10d._get_global_rank
+            src = get(self.group, root)
+        self.dist.broadcast(t, src=src, group=self.group)
+        return t.numpy().tobytes()

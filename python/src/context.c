@@ -310,14 +310,12 @@ static PyMethodDef ctx_methods[] = {
      "Every stream of the registry, in its fixed order."},
     {"set_rank", (PyCFunction)ctx_set_rank, METH_VARARGS,
      "set_rank(rank, world_size)"},
-#ifdef RSP_HAVE_RANKS
-    {"save_ranks", (PyCFunction)(void (*)(void))rsp_save_ranks,
-     METH_VARARGS | METH_KEYWORDS,
-     "save_ranks(dir, group=None): collective over torch.distributed."},
-    {"load_ranks", (PyCFunction)(void (*)(void))rsp_load_ranks,
-     METH_VARARGS | METH_KEYWORDS,
-     "load_ranks(dir, group=None, fork=False): collective."},
-#endif
+    {"_save_ranks", (PyCFunction)(void (*)(void))rsp_save_ranks,
+     METH_VARARGS,
+     "_save_ranks(dir, comm, rank, size, replace): see save_ranks."},
+    {"_load_ranks", (PyCFunction)(void (*)(void))rsp_load_ranks,
+     METH_VARARGS,
+     "_load_ranks(dir, comm, rank, size, fork): see load_ranks."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -47,14 +47,8 @@ PyMODINIT_FUNC PyInit__rngsnap(void)
         || PyModule_AddStringConstant(m, "BUILD_CONFIG",
                                       RNGSNAP_BUILD_INI) < 0
         || PyModule_AddStringConstant(m, "BUILD_ROOT", RNGSNAP_BUILD_ROOT) < 0
-        || PyModule_AddStringConstant(m, "version", rngsnap_version()) < 0
-        || PyModule_AddIntConstant(m, "HAVE_RANKS",
-#ifdef RSP_HAVE_RANKS
-                                   1
-#else
-                                   0
-#endif
-                                   ) < 0) {
+        || PyModule_AddStringConstant(m, "version",
+                                      rngsnap_version()) < 0) {
         Py_DECREF(m);
         return NULL;
     }

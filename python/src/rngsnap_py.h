@@ -63,7 +63,7 @@ void rsp_keep_pending(rsp_context *c);
 void rsp_drop_pending(rsp_context *c);
 void rsp_app_free(rsp_app *a);
 
-/* comm.c (multi-rank; only when the core has rngsnap_save_ranks) */
+/* comm.c: Context._save_ranks/_load_ranks (multi-rank) */
 PyObject *rsp_save_ranks(rsp_context *c, PyObject *args, PyObject *kw);
 PyObject *rsp_load_ranks(rsp_context *c, PyObject *args, PyObject *kw);
 
