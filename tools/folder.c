@@ -67,6 +67,26 @@ void folder_names_free(char **names)
     free(names);
 }
 
+char **folder_other_names(const char *dir, const rngsnap_manifest *m)
+{
+    char **names = folder_stray_names(dir);
+    size_t k = 0;
+    for (size_t i = 0; names && names[i]; i++) {
+        const char *n = names[i];
+        const rngsnap_manifest_rank *slot = NULL;
+        if (strncmp(n, "rank-", 5) == 0)
+            slot = rngsnap_manifest_rank_at(m, (int)strtol(n + 5, NULL, 10));
+        if (strcmp(n, FOLDER_MANIFEST) == 0
+            || (slot && strcmp(slot->file, n) == 0))
+            free(names[i]);
+        else
+            names[k++] = names[i];
+    }
+    if (names)
+        names[k] = NULL;
+    return names;
+}
+
 /* The message for a folder without MANIFEST, with the first few strays. */
 static void no_manifest_message(const char *dir, char *msg, size_t len)
 {

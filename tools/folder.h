@@ -36,6 +36,10 @@ int cli_manifest_open(const char *cmd, const char *dir,
 char **folder_stray_names(const char *dir);
 void folder_names_free(char **names);
 
+/* Of those, the ones that are not m's MANIFEST or rank files: left by an
+ * earlier save (removed by the next one) or by an interrupted one. */
+char **folder_other_names(const char *dir, const rngsnap_manifest *m);
+
 /* Open rank's file of a folder: size and XXH3 against the manifest, the
  * whole file verified (rngsnap_manifest_open_rank), and its header's rank
  * and world size equal to the slot's.  On failure the library's code and

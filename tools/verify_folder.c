@@ -97,6 +97,13 @@ static void print_text(const char *dir, const rngsnap_manifest *m,
             printf("  rank %d: %s FAILED: %s\n", r, slot->file,
                    problem(&c[r]));
     }
+    char **other = folder_other_names(dir, m);
+    for (size_t i = 0; other && other[i]; i++)
+        printf("%s%s", i ? ", " : "  not part of this checkpoint (left by "
+               "an earlier or interrupted save; not checked): ", other[i]);
+    if (other && other[0])
+        putchar('\n');
+    folder_names_free(other);
     if (failed)
         printf("%s: %d of %" PRId32 " rank files failed\n", dir, failed,
                in->world_size);
@@ -139,7 +146,16 @@ static void print_json(const char *dir, const rngsnap_manifest *m,
         json_string(stdout, ok ? NULL : rngsnap_error_name(c[r].code));
         fputs("}", stdout);
     }
-    printf("%s]\n}\n", in->world_size ? "\n  " : "");
+    printf("%s]", in->world_size ? "\n  " : "");
+    char **other = folder_other_names(dir, m);
+    json_key(stdout, &n, sep, "other_files");
+    fputs("[", stdout);
+    for (size_t i = 0; other && other[i]; i++) {
+        fputs(i ? ", " : "", stdout);
+        json_string(stdout, other[i]);
+    }
+    fputs("]\n}\n", stdout);
+    folder_names_free(other);
 }
 
 /* The manifest could not be used: verify's error object, with the files

@@ -201,6 +201,24 @@ def t_verify():
         gv = json.loads(out)
         files = rank_files(good)
 
+        # Files of an earlier or interrupted save: named, not checked.
+        d = os.path.join(tmp, "other")
+        shutil.copytree(good, d)
+        other = sorted([".MANIFEST.tmp-1-2-3", "rank-00001.%032x.rngsnap" % 7,
+                        "rank-00009." + gv["id"] + ".rngsnap"])
+        for n in other:
+            open(os.path.join(d, n), "wb").close()
+        rc, out, err = expect_rc(0, "verify", d)
+        check("not part of this checkpoint" in out and
+              all(n in out for n in other) and len(RANK_OK.findall(out)) == 4,
+              "verify names files that are not part of the checkpoint, "
+              "exit 0", out)
+        rc, out, err = expect_rc(0, "verify", "--json", d)
+        v = parse("verify --json, other files", out)
+        check(v is not None and v["other_files"] == other and
+              gv["other_files"] == [],
+              "verify --json: other_files lists exactly them", out)
+
         d = os.path.join(tmp, "flip")
         shutil.copytree(good, d)
         flip(os.path.join(d, files[2]), 100)
