@@ -4,9 +4,10 @@
 #   runs every Meson test suite (the backend matrix included), then the core,
 #   checkpoint and matrix suites again under valgrind, then builds again
 #   with ASan + UBSan into <builddir>/asan and runs the core, checkpoint,
-#   matrix, engine and fuzz-replay suites there, then builds the thread
-#   test and the plugins with ThreadSanitizer into <builddir>/tsan and runs
-#   the threads suite there (any report fails it), cross-builds the engine
+#   matrix, engine, fuzz-replay and ranks suites there, then builds the
+#   thread and multi-rank tests and the plugins with ThreadSanitizer into
+#   <builddir>/tsan and runs the threads and ranks suites there (any
+#   report fails it), cross-builds the engine
 #   for aarch64 into <builddir>/aarch64 and runs its vector checks (NEON
 #   and scalar paths) under qemu-user, the benchmark in its quick mode
 #   (figures only), and ends with "N passed, N failed".
@@ -65,7 +66,7 @@ if ninja -C "$asandir" > "$builddir/asan-build.log" 2>&1; then
   UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1" \
   meson test -C "$asandir" --no-rebuild --print-errorlogs --num-processes 2 \
     --suite core --suite checkpoint --suite matrix --suite engine --suite threads \
-    --suite fuzz --logbase asan --timeout-multiplier 3
+    --suite fuzz --suite ranks --logbase asan --timeout-multiplier 3
 else
   tail -n 40 "$builddir/asan-build.log"
   echo "asan: build failed (log: $builddir/asan-build.log)"
@@ -83,11 +84,14 @@ else
     -Db_lundef=false >/dev/null || echo "tsan: meson setup failed"
 fi
 tsan_targets="tests/threads/test_threads config/clusters/mixed.ini"
+# the multi-rank suite: one thread per rank (tests/common/thread_comm.c)
+tsan_targets="$tsan_targets tests/ranks/test_ranks tests/plugins/multidev/rngsnap_multidev.so"
+tsan_targets="$tsan_targets tests/plugins/multidev/rngsnap_multidev2.so"
 for p in cpu cuda hpu xpu npu; do tsan_targets="$tsan_targets plugins/rngsnap_$p.so"; done
 # shellcheck disable=SC2086  # a list of ninja targets
 if ninja -C "$tsandir" $tsan_targets > "$builddir/tsan-build.log" 2>&1; then
   TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1" \
-  meson test -C "$tsandir" --no-rebuild --print-errorlogs --suite threads \
+  meson test -C "$tsandir" --no-rebuild --print-errorlogs --suite threads --suite ranks \
     --logbase tsan --timeout-multiplier 3
 else
   tail -n 40 "$builddir/tsan-build.log"

@@ -505,8 +505,9 @@ static int body_fork(int rank, const rngsnap_comm *c, void *arg)
     EXPECT_RC(rngsnap_load_ranks(ctx, c, w->dir, w->flags), w->expect, ctx);
     if (w->msg)
         EXPECT_MSG(ctx, w->msg);
-    size_t ns = rngsnap_stream_count(ctx);
-    fo->ns = ns;
+    size_t ns = rngsnap_stream_count(ctx); /* the same on every rank */
+    if (rank == 0)
+        fo->ns = ns;
     if (w->expect == 0) {
         EXPECT(config.bytes[0] == 0xc0 && config.bytes[15] == 0xc0);
         for (size_t i = 0; i < ns && i < 64; i++) {
