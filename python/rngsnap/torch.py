@@ -42,53 +42,68 @@ _MODES = ("warn", "strict", "off")
 
 
 # ---- the accelerators torch may expose, one table ------------------------
-# (prefix, import needed first or None, how to get torch's module for it).
-# Each entry's module offers is_available(), device_count(),
-# get_rng_state(device) and set_rng_state(state, device); mps has one
-# device and no index.  An absent package or module means no devices.
+# (prefix, vendor package to import first or None, its torch module).
+# Each module offers device_count(), get_rng_state(device) and
+# set_rng_state(state, device) (Habana's under .random); mps has one device
+# and no index.  A package that is not installed (ImportError), a module
+# torch lacks or a runtime without devices adds nothing.
 
-def _import(name):
+def _module(name):
     try:
         __import__(name)
-        return True
     except ImportError:  # the vendor package is not installed here
-        return False
+        return None
+    import sys
+    return sys.modules[name]
+
+
+def _torch_attr(prefix):
+    return lambda: getattr(_torch, prefix, None)
 
 
 _ACCELERATORS = (
-    ("cuda", None),
-    ("xpu", None),
-    ("mps", None),
-    ("npu", "torch_npu"),
-    ("hpu", "habana_frameworks.torch"),
+    ("cuda", None, _torch_attr("cuda")),
+    ("xpu", None, _torch_attr("xpu")),
+    ("mps", None, _torch_attr("mps")),
+    ("npu", "torch_npu", _torch_attr("npu")),
+    ("hpu", "habana_frameworks.torch", lambda: _module(
+        "habana_frameworks.torch.hpu")),
 )
 
 
+def _available(prefix, mod):
+    if prefix == "mps":
+        return _torch.backends.mps.is_available()
+    return mod.is_available()
+
+
 def _device_generators():
-    """[(name, device name, get() -> bytes, set(bytes))] for every visible
+    """[(name, device name, get() -> tensor, set(tensor))] for every visible
     accelerator device, in table order then device order."""
     out = []
-    for prefix, package in _ACCELERATORS:
-        if package is not None and not _import(package):
+    for prefix, package, find in _ACCELERATORS:
+        if package is not None and _module(package) is None:
             continue
-        mod = getattr(_torch, prefix, None)
-        if mod is None or not hasattr(mod, "get_rng_state"):
+        mod = find()
+        rng = mod if hasattr(mod, "get_rng_state") else getattr(
+            mod, "random", None)
+        if mod is None or not hasattr(rng, "get_rng_state"):
             continue
         try:
-            if not mod.is_available():
+            if not _available(prefix, mod):
                 continue
-            count = mod.device_count() if hasattr(mod, "device_count") else 1
-        except RuntimeError:  # a runtime that fails its own probe
+            count = 1 if prefix == "mps" else mod.device_count()
+        except (AttributeError, RuntimeError):  # a runtime failing its probe
             continue
         for i in range(count):
             name = "torch.%s:%d" % (prefix, i)
             if prefix == "mps":
-                get = (lambda m=mod: m.get_rng_state())
-                put = (lambda t, m=mod: m.set_rng_state(t))
+                get = (lambda r=rng: r.get_rng_state())
+                put = (lambda t, r=rng: r.set_rng_state(t))
                 dev = "mps"
             else:
-                get = (lambda m=mod, i=i: m.get_rng_state(i))
-                put = (lambda t, m=mod, i=i: m.set_rng_state(t, i))
+                get = (lambda r=rng, i=i: r.get_rng_state(i))
+                put = (lambda t, r=rng, i=i: r.set_rng_state(t, i))
                 try:
                     dev = str(mod.get_device_name(i))
                 except (AttributeError, RuntimeError):
