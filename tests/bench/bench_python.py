@@ -1,0 +1,219 @@
+"""bench_python.py - torch CPU + NumPy + random generator states saved and
+loaded through rngsnap (rngsnap.torch.track) and through torch.save /
+torch.load of a dict of them (the way accelerate does it; and once more
+with the temporary file, fsync and rename that rngsnap's save does), side by side in
+one run: median time, file size, and what every single-byte flip of each
+file does at load.  Figures only, no thresholds (docs/performance.md,
+"Python").
+
+    PYTHONPATH=python:build/python python3 tests/bench/bench_python.py \
+        [--quick] [--dir DIR]
+
+A flip is byte i XOR 0xff.  Before each load the live generators are set
+to a baseline B different from the saved states S; after it:
+  refused        an rngsnap.Error (rngsnap) / an exception (torch.load) and
+                 every generator still B
+  half-restored  an exception, but some generator changed
+  silent-wrong   no exception, and some generator is neither S
+  same           no exception, every generator S (a byte nothing reads)
+  crash          the process died (the flips run in forked children)
+"""
+import argparse
+import os
+import random
+import statistics
+import sys
+import tempfile
+import time
+
+import numpy as np
+import torch
+
+import rngsnap
+import rngsnap.torch
+
+
+def live():
+    return (torch.get_rng_state().numpy().tobytes(),
+            np.random.get_state()[1].tobytes(), np.random.get_state()[2:],
+            random.getstate())
+
+
+def set_states(seed):
+    torch.manual_seed(seed)
+    np.random.seed(seed)
+    random.seed(seed)
+    torch.rand(3)
+    np.random.randn(3)  # leaves a cached Gaussian
+    random.gauss(0, 1)
+
+
+class Rngsnap:
+    name = "rngsnap"
+
+    def __init__(self):
+        self.ctx = rngsnap.Context()
+        self.ctx.seed_all(1)
+        rngsnap.torch.track(self.ctx, fingerprint="off")
+
+    def save(self, path):
+        self.ctx.save(path, replace=True)
+
+    def load(self, path):
+        self.ctx.load(path)
+
+    refusal = rngsnap.Error
+
+
+class TorchSave:
+    name = "torch.save"
+
+    def save(self, path):
+        torch.save({"random_state": random.getstate(),
+                    "numpy_random_seed": np.random.get_state(),
+                    "torch_manual_seed": torch.get_rng_state()}, path)
+
+    def load(self, path):
+        states = torch.load(path)
+        random.setstate(states["random_state"])
+        np.random.set_state(states["numpy_random_seed"])
+        torch.set_rng_state(states["torch_manual_seed"])
+
+    refusal = Exception
+
+
+class TorchSaveFsync(TorchSave):
+    """torch.save made as durable as rngsnap's save (which writes a
+    temporary file, fsyncs it, renames it and fsyncs the folder): the same
+    file, so only timed."""
+    name = "+fsync"
+
+    def save(self, path):
+        tmp = path + ".tmp"
+        TorchSave.save(self, tmp)
+        fd = os.open(tmp, os.O_RDONLY)
+        os.fsync(fd)
+        os.close(fd)
+        os.rename(tmp, path)
+        fd = os.open(os.path.dirname(path), os.O_RDONLY)
+        os.fsync(fd)
+        os.close(fd)
+
+
+def median_us(fn, n):
+    times = []
+    for _ in range(n):
+        t = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t)
+    return statistics.median(times) * 1e6
+
+
+def classify(way, path, saved, baseline):
+    set_states(baseline)
+    b = live()
+    try:
+        way.load(path)
+    except way.refusal:
+        return "refused" if live() == b else "half-restored"
+    except BaseException:  # torch.load: any exception type at all
+        return "refused" if live() == b else "half-restored"
+    return "same" if live() == saved else "silent-wrong"
+
+
+def sweep(way, data, saved, step, work):
+    """Counts per outcome over flips of bytes 0, step, 2*step, ...  Each
+    chunk runs in a forked child (a crash costs one chunk, which is then
+    rerun one flip per child to find it)."""
+    positions = list(range(0, len(data), step))
+    counts = {}
+
+    def run(chunk):
+        r, w = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            os.close(r)
+            out = []
+            for i in chunk:
+                flipped = bytearray(data)
+                flipped[i] ^= 0xFF
+                p = os.path.join(work, "f%d" % os.getpid())
+                with open(p, "wb") as f:
+                    f.write(flipped)
+                out.append(classify(way, p, saved, 777))
+            os.write(w, " ".join(out).encode())
+            os._exit(0)
+        os.close(w)
+        chunks = []
+        while True:
+            b = os.read(r, 65536)
+            if not b:
+                break
+            chunks.append(b)
+        os.close(r)
+        _, status = os.waitpid(pid, 0)
+        ok = os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
+        return b"".join(chunks).decode().split() if ok else None
+
+    for k in range(0, len(positions), 256):
+        chunk = positions[k:k + 256]
+        res = run(chunk)
+        if res is None:
+            res = []
+            for i in chunk:
+                one = run([i])
+                res += one if one is not None else ["crash"]
+        for o in res:
+            counts[o] = counts.get(o, 0) + 1
+    return len(positions), counts
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--quick", action="store_true",
+                    help="5 timing rounds, every 16th byte flipped")
+    ap.add_argument("--dir", default=None,
+                    help="where the files go (default: the temp folder; "
+                    "/dev/shm shows the cost without the disk's fsync)")
+    args = ap.parse_args()
+    n, step = (5, 16) if args.quick else (50, 1)
+    torch.set_num_threads(1)
+    work = tempfile.mkdtemp(prefix="bench_python.", dir=args.dir)
+    ways = [Rngsnap(), TorchSave(), TorchSaveFsync()]
+    print("bench_python: torch %s, numpy %s, rngsnap %s, python %s, in %s" % (
+        torch.__version__, np.__version__, rngsnap.__version__,
+        sys.version.split()[0], work))
+    print("%-11s %9s %9s %8s | %s" % ("", "save us", "load us", "bytes",
+                                     "byte flips: outcome counts"))
+    outcomes = ["refused", "half-restored", "silent-wrong", "same", "crash"]
+    for way in ways:
+        path = os.path.join(work, way.name + ".ck")
+        set_states(42)
+        saved = live()
+        way.save(path)
+        with open(path, "rb") as f:
+            data = f.read()
+        t_save = median_us(lambda: way.save(path), n)
+        set_states(42)
+        assert live() == saved
+        t_load = median_us(lambda: way.load(path), n)
+        assert live() == saved, way.name + ": load did not restore"
+        if isinstance(way, TorchSaveFsync):
+            print("%-11s %9.0f %9.0f %8d | (torch.save's file: not swept "
+                  "again)" % (way.name, t_save, t_load, len(data)))
+            continue
+        total, counts = sweep(way, data, saved, step, work)
+        print("%-11s %9.0f %9.0f %8d | %d flips: %s" % (
+            way.name, t_save, t_load, len(data), total,
+            ", ".join("%s %d" % (o, counts.get(o, 0)) for o in outcomes)))
+    for f in os.listdir(work):
+        os.remove(os.path.join(work, f))
+    os.rmdir(work)
+    print("(rngsnap's file also holds its %d streams and the fingerprint; "
+          "times are medians of %d; flips of every %s)" % (
+              len(ways[0].ctx.streams()), n,
+              "16th byte" if step > 1 else "byte"))
+
+
+if __name__ == "__main__":
+    main()
