@@ -13,6 +13,7 @@ RNGSNAP_DEB_PACKAGES=(
   valgrind         # leak/memory check of the core suites
   libopenmpi-dev openmpi-bin # librngsnap_mpi and its mpirun tests
   python3-dev python3-mesonpy python3-pytest python3-numpy python3-torch # the Python package and its tests
+  patchelf         # meson-python sets the rpath of a wheel's libraries with it (pip install .)
   gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user # aarch64 NEON path: cross-built, run under qemu (tests/cross)
 )
 
