@@ -19,6 +19,9 @@
  * finalised) no collective can run, so the call returns
  * RNGSNAP_E_INVALID on the calling rank alone and touches nothing.
  *
+ * The collectives run on the calling thread: call from a thread that may
+ * make MPI calls (the level given to MPI_Init_thread).
+ *
  * Errors of MPI itself follow comm's error handler: with MPI's default
  * (MPI_ERRORS_ARE_FATAL) a failing collective aborts the job, which keeps
  * ranks from disagreeing; with MPI_ERRORS_RETURN the call fails with

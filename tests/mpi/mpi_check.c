@@ -3,7 +3,7 @@
  * (run_mpi.py starts it under mpirun; see there for the scenarios).
  *
  *   mpi_check save   DIR gen=G [replace] [shared] [killapp=R] [expect=CODE]
- *   mpi_check check  DIR gens=G[,G2] [absent] [shared]
+ *   mpi_check check  DIR gens=G[,G2] [absent]
  *   mpi_check fail   DIR gen=G code=CODE rank=R [appfail]
  *   mpi_check fork   DIR gen=G saved=W out=PATH
  *   mpi_check forkapps DIR          (fork refused: app states differ)
@@ -172,9 +172,8 @@ static int do_save(void)
 
 static int do_check(void)
 {
-    int shared = opt("shared") != NULL;
     const char *gens = opt("gens");
-    rngsnap *ctx = open_ctx(RNGSNAP_RESUME, shared);
+    rngsnap *ctx = open_ctx(RNGSNAP_RESUME, 0);
     if (!ctx)
         return 1;
     int rc = rngsnap_mpi_load(ctx, MPI_COMM_WORLD, dir, 0);
@@ -192,7 +191,7 @@ static int do_check(void)
         rngsnap_close(ctx);
         return 1;
     }
-    uint64_t g = shared ? (uint64_t)opt_long("gens", 0) : apps_marker(rank);
+    uint64_t g = apps_marker(rank);
     int allowed = 0;
     for (const char *p = gens; p && *p; p = strchr(p, ',') ? strchr(p, ',') + 1 : "")
         allowed |= strtoull(p, NULL, 10) == g;
@@ -205,7 +204,7 @@ static int do_check(void)
             fail("a mix: this rank loaded generation %" PRIu64 ", rank %d %" PRIu64,
                  g, r, all[r]);
     free(all);
-    check_apps(g, shared, "after load");
+    check_apps(g, 0, "after load");
     check_streams(ctx, g, "after load");
     if (rank == 0)
         printf("GEN %" PRIu64 "\n", g);
