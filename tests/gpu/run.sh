@@ -21,5 +21,44 @@ fi
 rc=0
 meson test -C "$B" --suite gpu --print-errorlogs -v || rc=1
 RNGSNAP_NO_EMULATION=1 meson test -C "$B" --print-errorlogs -v matrix-cuda matrix-cpu-only || rc=1
+# torch CUDA (issue 10): rngsnap.torch tracks every visible device's
+# generator; one process seeds, draws and saves, another loads, and both
+# then draw the same numbers on every device (and on the CPU) bit for bit.
+# Needs the Python module built in $B and a CUDA build of torch.
+torch_py=/usr/bin/python3
+export PYTHONPATH="$PWD/python:$B/python${PYTHONPATH:+:$PYTHONPATH}"
+if "$torch_py" -c 'import torch, rngsnap.torch, sys; sys.exit(not torch.cuda.is_available())' 2>/dev/null; then
+  ck=$(mktemp -d)/torch_cuda.rngsnap
+  torch_check() {
+    "$torch_py" - "$1" "$ck" <<'PY'
+import sys, torch, rngsnap, rngsnap.torch
+phase, ck = sys.argv[1], sys.argv[2]
+n = torch.cuda.device_count()
+ctx = rngsnap.Context(resume=(phase == "load"))
+if phase == "save":
+    ctx.seed_all(7)
+    torch.manual_seed(5)
+    torch.cuda.manual_seed_all(100)
+    for i in range(n):  # a different offset on each device
+        torch.rand(1000 * (i + 1), device="cuda:%d" % i)
+t = rngsnap.torch.track(ctx, fingerprint="strict")
+want = ["torch.cuda:%d" % i for i in range(n)]
+assert [x for x in t.names if x.startswith("torch.cuda")] == want, t.names
+if phase == "save":
+    ctx.save(ck)
+else:
+    ctx.load(ck)
+for i in range(n):
+    print("cuda:%d" % i, torch.rand(8, device="cuda:%d" % i).cpu().numpy().tobytes().hex(),
+          torch.randn(3, device="cuda:%d" % i).cpu().numpy().tobytes().hex())
+print("cpu", torch.rand(4).numpy().tobytes().hex())
+PY
+  }
+  a=$(torch_check save) && b=$(torch_check load) && [ -n "$a" ] && [ "$a" = "$b" ] \
+    && echo "torch CUDA: $(echo "$a" | grep -c '^cuda') device generator(s) restored bit for bit" \
+    || { echo "FAIL: torch CUDA generators not restored"; echo "$a"; echo "$b"; rc=1; }
+else
+  echo "torch CUDA check: skipped (no CUDA torch for $torch_py, or no rngsnap module in $B/python)"
+fi
 echo "== gpu run: $([ $rc -eq 0 ] && echo PASSED || echo FAILED)"
 exit $rc
