@@ -166,6 +166,8 @@ static int do_save(void)
     expect_code(ctx, rc, expect ? code_of(expect) : RNGSNAP_OK, "rngsnap_mpi_save");
     if (rank == 0)
         printf("collectives %ld\n", kill_calls());
+    printf("io %d %ld\n", rank, kill_io_calls());
+    fflush(stdout);
     rngsnap_close(ctx);
     return 0;
 }
