@@ -48,7 +48,7 @@ typedef struct job {
 
 /* ---- the collective step ---------------------------------------------------- */
 
-/* Every rank gives its code rc and plen bytes of payload; all
+/* Every rank gives its code rc and plen bytes of payload (NULL: zeros); all
  * (c->size * plen bytes, may be NULL when plen is 0) gets every rank's
  * payload.  Returns 0 when every rank's code is 0; otherwise every rank
  * sets "rank R of N: <R's message>" with the first failing rank R's code
@@ -68,8 +68,10 @@ static int step(job *j, int rc, const void *payload, size_t plen,
     }
     int32_t code = rc;
     memcpy(send, &code, 4);
-    if (plen)
+    if (plen && payload)
         memcpy(send + 4, payload, plen);
+    else if (plen) /* a rank that could not build its payload */
+        memset(send + 4, 0, plen);
     int x = c->allgather(c->user, send, recv, rec);
     free(send);
     if (x != 0) {
@@ -398,8 +400,7 @@ static int save_ranks_locked(job *j, unsigned flags)
                            j->op, j->dir);
         else
             memcpy(pay, mine, ctx->napps * 16);
-        rc = step(j, lrc, pay ? (void *)pay : (void *)mine, plen,
-                  (uint8_t *)apps_all);
+        rc = step(j, lrc, pay, plen, (uint8_t *)apps_all);
     }
 
     /* Step 3: rank 0 commits; all learn how that went. */

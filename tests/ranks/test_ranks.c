@@ -15,6 +15,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -183,6 +186,7 @@ static void resume_n(int n)
 static void test_resume_1(void **state) { (void)state; resume_n(1); }
 static void test_resume_2(void **state) { (void)state; resume_n(2); }
 static void test_resume_4(void **state) { (void)state; resume_n(4); }
+static void test_resume_8(void **state) { (void)state; resume_n(8); }
 
 /* ---- an existing checkpoint, REPLACE ----------------------------------------- */
 
@@ -224,6 +228,65 @@ static void test_exists_and_replace(void **state)
     assert_string_not_equal(id1, id2);
     assert_int_equal(rk_count(dir), 3);
     assert_int_equal(thread_comm_run(2, body_resume, &w), 0);
+    world_free(&w);
+}
+
+/* ---- what a commit removes, and what it keeps ------------------------------ */
+
+static int body_resume_order(int rank, const rngsnap_comm *c, void *arg)
+{
+    world *w = arg;
+    int bad = 0;
+    rngsnap *ctx = rk_open(ini_of(w, rank), rank, c->size, RNGSNAP_RESUME);
+    if (!ctx)
+        return 1;
+    /* a resumed job saving before its load would overwrite it */
+    EXPECT_RC(rngsnap_save_ranks(ctx, c, w->dir, RNGSNAP_SAVE_REPLACE),
+              RNGSNAP_E_ORDER, ctx);
+    EXPECT_MSG(ctx, "has not loaded a checkpoint yet");
+    rngsnap_close(ctx);
+    return bad;
+}
+
+static void test_cleanup_and_order(void **state)
+{
+    (void)state;
+    char dir[600], id[33];
+    snprintf(dir, sizeof dir, "%s/cleanup", scratch);
+    world w = {.ini = {mixed_ini}, .dir = dir, .seed = 11,
+               .flags = RNGSNAP_SAVE_NO_SYNC};
+    assert_int_equal(thread_comm_run(2, body_save, &w), 0);
+    manifest_id(dir, id);
+    /* what killed saves leave (a rank file of an id never committed, a
+     * rank temporary untouched for long), and a user's own files */
+    const char *junk = rk_path(dir, "rank-00001.0123456789abcdef0123456789abcdef.rngsnap");
+    const char *tmp_old = rk_path(dir, ".rank-00000.0123456789abcdef0123456789abcdef.rngsnap.tmp-1-2-3");
+    const char *tmp_new = rk_path(dir, ".rank-00000.00000000000000000000000000000000.rngsnap.tmp-4-5-6");
+    char keep1[700], keep2[700];
+    snprintf(keep1, sizeof keep1, "%s", rk_path(dir, "notes.txt"));
+    snprintf(keep2, sizeof keep2, "%s", rk_path(dir, "rank-7.rngsnap"));
+    char junk_c[700], old_c[700], new_c[700];
+    snprintf(junk_c, sizeof junk_c, "%s", junk);
+    snprintf(old_c, sizeof old_c, "%s", tmp_old);
+    snprintf(new_c, sizeof new_c, "%s", tmp_new);
+    rk_write(junk_c, "x", 1);
+    rk_write(old_c, "x", 1);
+    rk_write(new_c, "x", 1);
+    rk_write(keep1, "x", 1);
+    rk_write(keep2, "x", 1);
+    struct timespec t[2] = {{.tv_sec = 1000}, {.tv_sec = 1000}};
+    assert_int_equal(utimensat(AT_FDCWD, old_c, t, 0), 0);
+    w.flags = RNGSNAP_SAVE_REPLACE | RNGSNAP_SAVE_NO_SYNC;
+    assert_int_equal(thread_comm_run(2, body_save, &w), 0);
+    assert_int_equal(access(junk_c, F_OK), -1);
+    assert_int_equal(access(old_c, F_OK), -1);
+    assert_int_equal(access(new_c, F_OK), 0); /* may be a live save's */
+    assert_int_equal(access(keep1, F_OK), 0);
+    assert_int_equal(access(keep2, F_OK), 0);
+    /* 2 rank files, the manifest, the young temporary, the user's 2 */
+    assert_int_equal(rk_count(dir), 6);
+    assert_int_equal(thread_comm_run(2, body_resume, &w), 0);
+    assert_int_equal(thread_comm_run(2, body_resume_order, &w), 0);
     world_free(&w);
 }
 
@@ -830,6 +893,8 @@ int main(void)
         cmocka_unit_test(test_resume_1),
         cmocka_unit_test(test_resume_2),
         cmocka_unit_test(test_resume_4),
+        cmocka_unit_test(test_resume_8),
+        cmocka_unit_test(test_cleanup_and_order),
         cmocka_unit_test(test_exists_and_replace),
         cmocka_unit_test(test_failed_save_keeps_previous),
         cmocka_unit_test(test_load_failures),
