@@ -114,6 +114,25 @@ static void expect_msg(rngsnap *ctx, const char *needle, const char *what)
         fail("%s: message does not name \"%s\": %s", what, needle, msg);
 }
 
+/* The message names number n as a word, outside the folder's path (which
+ * may hold digits of its own). */
+static void expect_number(rngsnap *ctx, long n, const char *what)
+{
+    char msg[2048], num[32];
+    snprintf(msg, sizeof msg, "%s", rngsnap_errmsg(ctx));
+    for (char *p; (p = strstr(msg, dir));)
+        memset(p, '_', strlen(dir));
+    snprintf(num, sizeof num, "%ld", n);
+    size_t k = strlen(num);
+    for (const char *p = msg; (p = strstr(p, num)); p += k) {
+        int before = p > msg && p[-1] >= '0' && p[-1] <= '9';
+        int after = p[k] >= '0' && p[k] <= '9';
+        if (!before && !after)
+            return;
+    }
+    fail("%s: message does not name %ld: %s", what, n, rngsnap_errmsg(ctx));
+}
+
 /* Live app states equal generation g's. */
 static void check_apps(uint64_t g, int shared_only, const char *what)
 {
@@ -262,11 +281,8 @@ static int do_fork(void)
         return 1;
     int rc = rngsnap_mpi_load(ctx, MPI_COMM_WORLD, dir, 0);
     expect_code(ctx, rc, RNGSNAP_E_MISMATCH, "load without RNGSNAP_LOAD_FORK");
-    char needle[32];
-    snprintf(needle, sizeof needle, "%ld", saved);
-    expect_msg(ctx, needle, "load without RNGSNAP_LOAD_FORK (saved size)");
-    snprintf(needle, sizeof needle, "%d", world);
-    expect_msg(ctx, needle, "load without RNGSNAP_LOAD_FORK (current size)");
+    expect_number(ctx, saved, "load without RNGSNAP_LOAD_FORK (saved size)");
+    expect_number(ctx, world, "load without RNGSNAP_LOAD_FORK (current size)");
     expect_msg(ctx, "RNGSNAP_LOAD_FORK", "load without RNGSNAP_LOAD_FORK (way out)");
     if (rank == 0)
         printf("refused: %s\n", rngsnap_errmsg(ctx));
@@ -343,10 +359,18 @@ static int do_invalid(void)
         if (world == 1 && cases[c].drank)
             continue; /* one rank: no other rank to swap with */
         rngsnap_set_rank(ctx, r, w);
+        /* Every rank reads rank 0's message: both of rank 0's pairs. */
+        char comm_pair[64], ctx_pair[64];
+        snprintf(comm_pair, sizeof comm_pair, "rank 0 of %d", world);
+        snprintf(ctx_pair, sizeof ctx_pair, "rank %d of %d", cases[c].drank % world, w);
         int rc = rngsnap_mpi_save(ctx, MPI_COMM_WORLD, dir, RNGSNAP_SAVE_REPLACE);
         expect_code(ctx, rc, RNGSNAP_E_INVALID, "save with a wrong rank/world");
+        expect_msg(ctx, comm_pair, "save with a wrong rank/world (communicator)");
+        expect_msg(ctx, ctx_pair, "save with a wrong rank/world (context)");
         rc = rngsnap_mpi_load(ctx, MPI_COMM_WORLD, dir, 0);
         expect_code(ctx, rc, RNGSNAP_E_INVALID, "load with a wrong rank/world");
+        expect_msg(ctx, comm_pair, "load with a wrong rank/world (communicator)");
+        expect_msg(ctx, ctx_pair, "load with a wrong rank/world (context)");
         if (rank == 0)
             printf("refused: %s\n", rngsnap_errmsg(ctx));
     }
