@@ -48,9 +48,8 @@ typedef struct job {
 
 /* ---- the collective step ---------------------------------------------------- */
 
-/* Every rank gives its code rc and plen bytes of payload (NULL: zeros); all
- * (c->size * plen bytes, may be NULL when plen is 0) gets every rank's
- * payload.  Returns 0 when every rank's code is 0; otherwise every rank
+/* Every rank gives its code rc and plen bytes of payload (NULL: zeros);
+ * all (c->size * plen bytes, may be NULL) gets every rank's payload.  Returns 0 when every rank's code is 0; otherwise every rank
  * sets "rank R of N: <R's message>" with the first failing rank R's code
  * and returns it. */
 static int step(job *j, int rc, const void *payload, size_t plen,

@@ -804,6 +804,132 @@ static void test_corrupt_manifest(void **state)
     free(fl.good);
 }
 
+/* ---- manifests with a valid checksum and a bad field ----------------------- */
+
+/* A manifest built by hand from docs/format.md. */
+typedef struct mb {
+    uint8_t b[4096];
+    size_t n;
+} mb;
+
+static void put(mb *m, uint64_t v, int bytes)
+{
+    for (int i = 0; i < bytes; i++)
+        m->b[m->n++] = (uint8_t)(v >> (8 * i));
+}
+
+static void put_name(mb *m, const char *s, size_t len)
+{
+    put(m, len, 2);
+    memcpy(m->b + m->n, s, len);
+    m->n += len;
+}
+
+static const uint8_t hand_id[16] = {0xab, 1, 2, 3, 4, 5, 6, 7,
+                                    8, 9, 10, 11, 12, 13, 14, 0xcd};
+#define HAND_HEX "ab0102030405060708090a0b0c0d0ecd"
+
+/* kind: which field to spoil (0: none). */
+static void hand_manifest(mb *m, int kind)
+{
+    int world = kind == 1 ? 0 : kind == 2 ? (1 << 20) + 1 : 2;
+    m->n = 0;
+    memcpy(m->b, "RSNPMAN", 8);
+    m->n = 8;
+    put(m, kind == 3 ? 2 : 1, 4);
+    put(m, (uint32_t)world, 4);
+    put(m, 1700000000, 8);
+    memcpy(m->b + m->n, hand_id, 16);
+    m->n += 16;
+    memset(m->b + m->n, 0, 16);
+    m->n += 16;
+    put(m, kind == 4 ? 70000 : 2, 4);
+    for (int r = 0; r < 2; r++) {
+        char name[256] = {0};
+        snprintf(name, sizeof name, "rank-%05d.%s.rngsnap", r, HAND_HEX);
+        if (kind == 5 && r == 1) /* another rank's file */
+            snprintf(name, sizeof name, "rank-00000.%s.rngsnap", HAND_HEX);
+        if (kind == 6 && r == 1)
+            snprintf(name, sizeof name, "../rank-00001.%s.rngsnap",
+                     HAND_HEX);
+        if (kind == 7 && r == 1) /* another checkpoint's file */
+            snprintf(name, sizeof name,
+                     "rank-00001.00000000000000000000000000000000.rngsnap");
+        put_name(m, name, kind == 8 && r == 1 ? 200 : strlen(name));
+        put(m, kind == 9 ? 10 : 1000, 8);
+        put(m, 0x1234, 8);
+    }
+    put_name(m, kind == 10 ? "pro\0gress" : "progress",
+             kind == 10 ? 9 : 8);
+    put(m, 0x99, 8);
+    put(m, kind == 11 ? 2 : 1, 1);
+    put_name(m, kind == 12 ? "progress" : "config", kind == 12 ? 8 : 6);
+    put(m, 0x98, 8);
+    put(m, 0, 1);
+    if (kind == 13)
+        put(m, 0, 1); /* a byte after the last record */
+    put(m, XXH3_64bits(m->b, m->n), 8);
+}
+
+static void test_manifest_fields(void **state)
+{
+    (void)state;
+    static const char *const why[] = {
+        "",
+        "world size 0 outside 1..1048576",
+        "world size 1048577 outside",
+        "manifest format version 2",
+        "70000 app states, at most 65536",
+        "rank 1's file is not named rank-00001." HAND_HEX ".rngsnap",
+        "rank 1's file is not named",
+        "rank 1's file is not named",
+        "rank 1's record is truncated or its name length",
+        "rank 0's file size 10 is outside",
+        "app state record 0 is truncated or malformed",
+        "app state record 0 is truncated or malformed",
+        "app state progress recorded twice",
+        "1 bytes after the last record",
+    };
+    char dir[600], err[1024];
+    snprintf(dir, sizeof dir, "%s/hand", scratch);
+    assert_int_equal(mkdir(dir, 0755), 0);
+    const char *path = rk_path(dir, "MANIFEST");
+    char p[700];
+    snprintf(p, sizeof p, "%s", path);
+    mb m;
+    /* the unspoilt one is read, field by field */
+    hand_manifest(&m, 0);
+    rk_write(p, m.b, m.n);
+    rngsnap_manifest *man;
+    assert_int_equal(rngsnap_manifest_open(dir, &man, err, sizeof err), 0);
+    const rngsnap_manifest_info *info = rngsnap_manifest_info_get(man);
+    assert_string_equal(info->id, HAND_HEX);
+    assert_int_equal(info->world_size, 2);
+    assert_int_equal(info->created_unix, 1700000000);
+    assert_string_equal(rngsnap_manifest_app_at(man, 1)->name, "config");
+    assert_int_equal(rngsnap_manifest_app_at(man, 0)->same_on_all_ranks, 1);
+    assert_int_equal(rngsnap_manifest_rank_at(man, 1)->size, 1000);
+    assert_null(rngsnap_manifest_app_at(man, 2));
+    /* its rank files are absent: open_rank says so */
+    rngsnap_file *f;
+    assert_int_equal(rngsnap_manifest_open_rank(man, 1, &f, err, sizeof err),
+                     RNGSNAP_E_IO);
+    assert_null(f);
+    rngsnap_manifest_close(man);
+    for (int k = 1; k < (int)(sizeof why / sizeof why[0]); k++) {
+        hand_manifest(&m, k);
+        rk_write(p, m.b, m.n);
+        man = NULL;
+        int rc = rngsnap_manifest_open(dir, &man, err, sizeof err);
+        if (rc != RNGSNAP_E_CORRUPT || !strstr(err, why[k]))
+            fail_msg("kind %d: %s: %s (expected \"%s\")", k,
+                     rngsnap_error_name(rc), err, why[k]);
+        assert_null(man);
+        assert_non_null(strstr(err, "/MANIFEST: "));
+    }
+    rk_remove_tree(dir);
+}
+
 /* ---- the communicator ----------------------------------------------------------- */
 
 static int body_comm(int rank, const rngsnap_comm *c, void *arg)
@@ -901,6 +1027,7 @@ int main(void)
         cmocka_unit_test(test_world_size_and_fork),
         cmocka_unit_test(test_forked_from),
         cmocka_unit_test(test_corrupt_manifest),
+        cmocka_unit_test(test_manifest_fields),
         cmocka_unit_test(test_comm_checks),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
