@@ -24,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static int rank, world, failed;
 static const char *mode, *dir;
@@ -374,6 +375,20 @@ static int do_invalid(void)
         if (rank == 0)
             printf("refused: %s\n", rngsnap_errmsg(ctx));
     }
+    /* Bad arguments, alike on every rank: refused, nothing written. */
+    rngsnap_set_rank(ctx, rank, world);
+    int rc = rngsnap_mpi_save(ctx, MPI_COMM_WORLD, NULL, 0);
+    expect_code(ctx, rc, RNGSNAP_E_INVALID, "save into a NULL folder");
+    rc = rngsnap_mpi_save(ctx, MPI_COMM_WORLD, dir, 0x80u);
+    expect_code(ctx, rc, RNGSNAP_E_INVALID, "save with an unknown flag");
+    rc = rngsnap_mpi_load(ctx, MPI_COMM_WORLD, dir, 0x80u);
+    expect_code(ctx, rc, RNGSNAP_E_INVALID, "load with an unknown flag");
+    rc = rngsnap_mpi_save(ctx, MPI_COMM_NULL, dir, 0);
+    expect_code(ctx, rc, RNGSNAP_E_INVALID, "save over MPI_COMM_NULL");
+    rc = rngsnap_mpi_load(NULL, MPI_COMM_WORLD, dir, 0);
+    expect_code(NULL, rc, RNGSNAP_E_INVALID, "load into a NULL context");
+    if (access(dir, F_OK) == 0)
+        fail("a refused save created %s", dir);
     rngsnap_close(ctx);
     return 0;
 }
