@@ -5,6 +5,9 @@
  * app states (ctx->apps): a backend cannot be saved and not restored.
  * Load is all or nothing: read, decode, verify and match EVERYTHING
  * first; only then back up and set states, rolling back on failure.
+ * The load is split into prepare / commit / undo / finish (internal.h)
+ * so that rngsnap_load_ranks (ranks.c) can make every rank agree between
+ * the phases; rs_save_image likewise builds the image without writing.
  *
  * Hot path: one malloc for the file image on save; on load one read
  * buffer, one section array and one scratch block (entry map and state
