@@ -2,7 +2,7 @@
  * mpi_check.c - one rank of the mpirun tests of librngsnap_mpi
  * (run_mpi.py starts it under mpirun; see there for the scenarios).
  *
- *   mpi_check save   DIR gen=G [replace] [shared] [killapp=R] [expect=CODE]
+ *   mpi_check save   DIR gen=G [replace] [nosync] [shared] [killapp=R] [expect=CODE]
  *   mpi_check check  DIR gens=G[,G2] [absent]
  *   mpi_check fail   DIR gen=G code=CODE rank=R [appfail]
  *   mpi_check fork   DIR gen=G saved=W out=PATH
@@ -175,7 +175,8 @@ static int do_save(void)
     apps_set(g, rank);
     if (opt_long("killapp", -1) == rank)
         apps[APP_BLOB].kill_save = 1;
-    unsigned flags = opt("replace") ? RNGSNAP_SAVE_REPLACE : 0;
+    unsigned flags = (opt("replace") ? RNGSNAP_SAVE_REPLACE : 0)
+                     | (opt("nosync") ? RNGSNAP_SAVE_NO_SYNC : 0);
     const char *expect = opt("expect");
     kill_setup(rank);
     apps[APP_BLOB].armed = 1;

@@ -106,7 +106,9 @@ def resume(n):
     check(n, d, [1], "previous checkpoint after EXISTS")
     expect_ok(n, ["save", d, "gen=2", "replace"], "save with REPLACE")
     check(n, d, [2], "resume after REPLACE")
-    print(f"{n} ranks: save, resume bit-exact, EXISTS, REPLACE: {runs} jobs")
+    expect_ok(n, ["save", d, "gen=3", "replace", "nosync"], "save with NO_SYNC")
+    check(n, d, [3], "resume after NO_SYNC")
+    print(f"{n} ranks: save, resume bit-exact, EXISTS, REPLACE, NO_SYNC: {runs} jobs")
 
 
 def io_counts(out):
