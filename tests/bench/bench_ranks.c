@@ -205,8 +205,8 @@ int main(int argc, char **argv)
         setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
     }
     printf("multi-rank checkpoint, registry of %s, %d runs, microseconds "
-           "median/best on the slowest rank\n", ini ? ini : "the default rng.ini",
-           runs);
+           "median/best on the slowest rank; tmpfs = /dev/shm, disk = %s\n",
+           ini ? ini : "the default rng.ini", runs, disk);
     printf("ranks  fs     barrier           allgather(8 B)    single save       "
            "multi save        multi load         save/(single+2 coll)\n");
     fflush(stdout);
