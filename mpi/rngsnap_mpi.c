@@ -80,11 +80,15 @@ static int mpi_usable(void)
     return init && !fini;
 }
 
-/* Fill comm_out from comm.  0, or RNGSNAP_E_INVALID when MPI is not
- * usable or comm is MPI_COMM_NULL (nothing collective can run then). */
+/* Fill out from comm.  0, or RNGSNAP_E_INVALID when MPI is not usable,
+ * comm is MPI_COMM_NULL, or comm is an inter-communicator (its allgather
+ * gathers the other group's bytes, not this job's ranks').  Each of these
+ * is the same on every rank that passes the same comm. */
 static int mpi_comm_fill(MPI_Comm comm, mpi_user *u, rngsnap_comm *out)
 {
-    if (!mpi_usable() || comm == MPI_COMM_NULL)
+    int inter = 0;
+    if (!mpi_usable() || comm == MPI_COMM_NULL
+        || MPI_Comm_test_inter(comm, &inter) != MPI_SUCCESS || inter)
         return RNGSNAP_E_INVALID;
     u->comm = comm;
     out->user = u;

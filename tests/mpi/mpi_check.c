@@ -8,6 +8,7 @@
  *   mpi_check fork   DIR gen=G saved=W out=PATH
  *   mpi_check forkapps DIR          (fork refused: app states differ)
  *   mpi_check invalid DIR
+ *   mpi_check split   DIR           (MPI_Comm_split halves; intercomm refused)
  *   mpi_check noinit  DIR           (MPI not initialised / finalised)
  *
  * Every rank checks what a user sees (codes, messages, live states) and
@@ -394,6 +395,55 @@ static int do_invalid(void)
     return 0;
 }
 
+/* The job's communicator is the one passed in: two halves of the job
+ * (MPI_Comm_split) each save and restore their own folder; an
+ * inter-communicator between them is refused. */
+static int do_split(void)
+{
+    int color = rank % 2, srank, ssize;
+    MPI_Comm sub, inter;
+    MPI_Comm_split(MPI_COMM_WORLD, color, rank, &sub);
+    MPI_Comm_rank(sub, &srank);
+    MPI_Comm_size(sub, &ssize);
+    rngsnap *ctx = open_ctx(0, 0);
+    if (!ctx)
+        return 1;
+    rngsnap_set_rank(ctx, srank, ssize);
+    if (streams_set(ctx, 20 + (uint64_t)color))
+        fail("seed: %s", rngsnap_errmsg(ctx));
+    apps_set(20 + (uint64_t)color, srank);
+    app_state saved[APP_COUNT];
+    memcpy(saved, apps, sizeof saved);
+    rngsnap_philox before[256], after[256];
+    size_t nb = 0, na = 0;
+    positions_get(ctx, before, 256, &nb);
+    char d[4096];
+    snprintf(d, sizeof d, "%s-half%d", dir, color);
+    int rc = rngsnap_mpi_save(ctx, sub, d, RNGSNAP_SAVE_REPLACE);
+    expect_code(ctx, rc, RNGSNAP_OK, "save over a split communicator");
+    streams_set(ctx, 99);
+    apps_set(99, srank);
+    rc = rngsnap_mpi_load(ctx, sub, d, 0);
+    expect_code(ctx, rc, RNGSNAP_OK, "load over a split communicator");
+    positions_get(ctx, after, 256, &na);
+    if (na != nb || memcmp(before, after, nb * sizeof before[0]))
+        fail("split communicator: stream positions not restored");
+    for (int a = 0; a < APP_COUNT; a++)
+        if (apps[a].len != saved[a].len || memcmp(apps[a].buf, saved[a].buf, saved[a].len))
+            fail("split communicator: app state %s not restored", apps[a].name);
+    MPI_Intercomm_create(sub, 0, MPI_COMM_WORLD, color ? 0 : 1, 7, &inter);
+    rc = rngsnap_mpi_save(ctx, inter, d, RNGSNAP_SAVE_REPLACE);
+    expect_code(ctx, rc, RNGSNAP_E_INVALID, "save over an inter-communicator");
+    rc = rngsnap_mpi_load(ctx, inter, d, 0);
+    expect_code(ctx, rc, RNGSNAP_E_INVALID, "load over an inter-communicator");
+    MPI_Comm_free(&inter);
+    MPI_Comm_free(&sub);
+    if (rank == 0)
+        printf("split: halves of %d ranks saved and restored their own folders\n", world);
+    rngsnap_close(ctx);
+    return 0;
+}
+
 /* Before MPI_Init and after MPI_Finalize: refused on this rank alone. */
 static int noinit_try(rngsnap *ctx, const char *when)
 {
@@ -436,7 +486,7 @@ int main(int argc, char **argv)
     static const struct { const char *name; int (*run)(void); } modes[] = {
         {"save", do_save},         {"check", do_check},   {"fail", do_fail},
         {"fork", do_fork},         {"forkapps", do_forkapps},
-        {"invalid", do_invalid}};
+        {"invalid", do_invalid},   {"split", do_split}};
     int known = 0;
     for (size_t i = 0; i < sizeof modes / sizeof modes[0]; i++)
         if (strcmp(mode, modes[i].name) == 0) {

@@ -280,10 +280,12 @@ def misc():
         show(f"{n} ranks", expect_ok(n, ["invalid", d],
                                      "context rank/world unlike the communicator's"))
     show("1 rank", expect_ok(1, ["noinit", d], "MPI not initialised"))
+    print(expect_ok(4, ["split", d], "split and inter-communicators").strip())
     out = expect_ok(4, [os.path.join(tmp, "chunk")], "chunked collectives",
                     program=chunk_prog)
     print(out.strip())
-    print(f"wrong rank/world, MPI not initialised, chunked collectives; {runs} jobs")
+    print(f"wrong rank/world, bad arguments, MPI not initialised, split and "
+          f"inter-communicators, chunked collectives; {runs} jobs")
 
 
 try:
