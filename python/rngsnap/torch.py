@@ -215,10 +215,18 @@ class Tracker:
                 where, "s" if len(drawn) > 1 else "", ", ".join(drawn),
                 "them" if len(drawn) > 1 else "it"))
 
-    def _check_order(self, method, kw):
+    def _check_order(self, method, args, kw):
         drawn = self._drawn()
         if method == "load_ranks":
-            drawn = _agree_ranks(drawn, kw.get("group"))
+            group = kw.get("group", args[1] if len(args) > 1 else None)
+            ranks = _ranks_that_drew(bool(drawn), group)
+            if ranks and not drawn:
+                raise _enc.error(OrderError, (
+                    "load_ranks refused on every rank, nothing restored: "
+                    "rank%s %s drew from tracked generators between "
+                    "rngsnap.torch.track() and load_ranks()") % (
+                        "s" if len(ranks) > 1 else "",
+                        ", ".join(map(str, ranks))))
         if drawn:
             raise self._order_error(drawn)
 
@@ -229,7 +237,7 @@ class Tracker:
         BackendError, having rolled back) is raised as itself."""
         @functools.wraps(call)
         def load(*args, **kw):
-            self._check_order(method, kw)
+            self._check_order(method, args, kw)
             try:
                 result = call(*args, **kw)
             except Error as e:
@@ -286,21 +294,17 @@ def _awaiting_load(ctx):
     return False
 
 
-def _agree_ranks(drawn, group):
+def _ranks_that_drew(drawn, group):
     """load_ranks is collective: every rank must refuse together, or the
-    others would wait in the load for ever.  Returns this rank's drawn
-    generators, or a line naming the ranks that drew."""
+    others would wait in the load for ever.  Every rank calls this (one
+    all_reduce over group) and gets the ranks whose generators moved."""
     import torch.distributed as dist
     if not (dist.is_available() and dist.is_initialized()):
-        return drawn
+        return [0] if drawn else []
     flags = _torch.zeros(dist.get_world_size(group), dtype=_torch.int32)
-    flags[dist.get_rank(group)] = 1 if drawn else 0
+    flags[dist.get_rank(group)] = int(drawn)
     dist.all_reduce(flags, group=group)
-    if drawn or not int(flags.sum()):
-        return drawn
-    ranks = [str(r) for r in range(len(flags)) if flags[r]]
-    return ["(on rank%s %s)" % ("s" if len(ranks) > 1 else "",
-                                ", ".join(ranks))]
+    return [r for r in range(len(flags)) if flags[r]]
 
 
 def track(ctx, fingerprint="warn", resume=None):
