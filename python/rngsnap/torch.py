@@ -23,6 +23,7 @@ streams (Stream.derive), for DataLoader workers and per-sample draws.
 import functools
 import random as _random
 import warnings
+import weakref
 
 import numpy as _np
 import torch as _torch
@@ -165,7 +166,10 @@ class Tracker:
         if fingerprint not in _MODES:
             raise ValueError("fingerprint must be one of %s, not %r"
                              % (", ".join(_MODES), fingerprint))
-        self.ctx = ctx
+        # Weak: ctx holds our callables and wrappers, which hold us; a
+        # strong reference would keep a dropped context alive until the
+        # cycle collector runs.
+        self._ctx = weakref.ref(ctx)
         self.fingerprint_mode = fingerprint
         devices = _device_generators()
         self.generators = [_torch_generator("torch.cpu", _torch.get_rng_state,
@@ -189,7 +193,7 @@ class Tracker:
             ctx.register_state(g.name, save=g.read, load=g.write)
         for method in ("load", "load_ranks"):
             if hasattr(ctx, method):
-                setattr(ctx, method, self._wrap(method, getattr(ctx, method)))
+                setattr(ctx, method, self._wrap(method))
 
     @property
     def names(self):
@@ -199,7 +203,7 @@ class Tracker:
     def _drawn(self):
         """Names of the generators that changed since track(), while the
         context still awaits its first load; else []."""
-        if self._awaiting and not _awaiting_load(self.ctx):
+        if self._awaiting and not _awaiting_load(self._ctx()):
             self._awaiting, self._at_track = False, {}
         if not self._awaiting:
             return []
@@ -230,16 +234,18 @@ class Tracker:
         if drawn:
             raise self._order_error(drawn)
 
-    def _wrap(self, method, call):
+    def _wrap(self, method):
         """ctx.load / ctx.load_ranks, checked first: a refusal happens
         before the C load, so it changes nothing at all.  An rngsnap error
         raised by one of our load callables (the core reports it as
         BackendError, having rolled back) is raised as itself."""
+        call = getattr(type(self._ctx()), method)
+
         @functools.wraps(call)
         def load(*args, **kw):
             self._check_order(method, args, kw)
             try:
-                result = call(*args, **kw)
+                result = call(self._ctx(), *args, **kw)
             except Error as e:
                 c = e.__cause__
                 if getattr(c, "rngsnap_python", False):
@@ -318,8 +324,8 @@ def track(ctx, fingerprint="warn", resume=None):
     fingerprint: "warn" (a RuntimeWarning listing every difference),
     "strict" (MismatchError, nothing restored) or "off" (not compared; it
     is still saved, so checkpoints load under every mode).
-    resume: whether to check the order; by default, whether ctx awaits
-    its first load (opened with resume=True)."""
+    resume: None (default) checks the order when ctx awaits its first
+    load (opened with resume=True); False never checks."""
     return Tracker(ctx, fingerprint, resume)
 
 

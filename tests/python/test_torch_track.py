@@ -203,3 +203,19 @@ ctx.register_state("zz", save=lambda: b"", load=job.append)
     assert what in out, out
     assert "everything rolled back" in out  # the core's words, kept
     assert out.endswith("unchanged\njob []\n"), out
+
+
+def test_tracked_context_is_freed_when_dropped():
+    """track() keeps no reference cycle through the context: dropping the
+    last reference closes it at once, not at the next cycle collection."""
+    import gc
+    import weakref
+    gc.disable()
+    try:
+        ctx = rngsnap.Context()
+        rngsnap.torch.track(ctx)
+        ref = weakref.ref(ctx)
+        del ctx
+        assert ref() is None
+    finally:
+        gc.enable()
