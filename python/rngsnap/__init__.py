@@ -8,9 +8,23 @@
         ctx.register_state("sampler", save=lambda: b"...", load=lambda b: None)
         ctx.save("ck.rngsnap")
 
-See docs/python.md.  Errors are rngsnap.Error subclasses; an exception raised
-by a save/load callable is the __cause__ of the Error the call raises (the
-load has then rolled back).
+See docs/python.md.  The rules this package keeps:
+
+- Errors: every failed C call raises rngsnap.Error or its subclass for the
+  code (MismatchError, CorruptError, OrderError, ... one per code), with
+  .code, .name ("RNGSNAP_E_MISMATCH") and str() = the library's message.
+- Callables of register_state(name, save=, load=) are kept alive by the
+  context until close().  An exception raised in one (or a save returning
+  something other than bytes: TypeError) fails the C call cleanly: save
+  writes nothing, load rolls every state back.  ctx.save/ctx.load then
+  raise the rngsnap.Error of the C call *from* that exception: it is the
+  Error's __cause__, with its traceback.  save() is called once per C
+  size/save pair (its bytes are kept between the two); a load calls it
+  too, for the size hint and for the backup it rolls back to.
+- Draws, save, load and the multi-rank calls release the GIL; callables
+  and collectives take it back.  A Stream keeps its Context alive; after
+  close() every call on either raises Error.  A KeyedStream (s.derive)
+  keeps its own position: use one per thread.
 """
 import os as _os
 import pkgutil as _pkgutil
