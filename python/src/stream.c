@@ -228,6 +228,7 @@ typedef struct rsp_keyed {
     PyObject_HEAD
     rsp_stream *stream; /* strong */
     rngsnap_philox at;  /* this keyed stream's own position */
+    int busy;           /* a draw is running (GIL released) */
 } rsp_keyed;
 
 static PyObject *stream_derive(rsp_stream *self, PyObject *args)
@@ -245,6 +246,7 @@ static PyObject *stream_derive(rsp_stream *self, PyObject *args)
         return NULL;
     o->stream = (rsp_stream *)Py_NewRef((PyObject *)self);
     o->at = at;
+    o->busy = 0;
     return (PyObject *)o;
 }
 
@@ -315,15 +317,21 @@ static PyObject *keyed_generate(rsp_keyed *self, PyObject *args,
     rsp_context *owner = self->stream->owner;
     rngsnap_dist dist;
     rsp_target t;
+    if (self->busy) /* two draws would both start at self->at */
+        return PyErr_Format(PyExc_RuntimeError, "KeyedStream.generate: "
+                            "another thread is drawing from this keyed "
+                            "stream (derive one per thread)");
     if (!rsp_ctx_get(owner) || parse_generate(args, kw, &dist, &t))
         return NULL;
     /* Draw on a copy: the position moves only when the draw succeeds. */
     rngsnap_philox at = self->at;
     int rc;
     owner->busy++;
+    self->busy = 1;
     Py_BEGIN_ALLOW_THREADS
     rc = rngsnap_generate_at(self->stream->s, &at, dist, t.view.buf, t.n);
     Py_END_ALLOW_THREADS
+    self->busy = 0;
     owner->busy--;
     release_target(&t);
     if (rc) {

@@ -39,3 +39,27 @@ def test_keyed_stream_out_and_parent_untouched(ctx):
         k.generate("normal_f64", out=out)
     assert k.position()[2] == 8  # the refused call did not move it
     assert s.position() == before
+
+
+def test_keyed_stream_refuses_two_threads(ctx):
+    import threading
+    k = ctx.stream("cpu", 0, "default").derive(9, 9)
+    big = np.empty(1 << 24, np.float64)  # long enough to overlap
+    started = threading.Event()
+    errors = []
+
+    def draw():
+        started.set()
+        k.generate("normal_f64", out=big)
+
+    t = threading.Thread(target=draw)
+    t.start()
+    started.wait()
+    for _ in range(200000):
+        try:
+            k.generate("u32", 1)
+        except RuntimeError as e:
+            errors.append(str(e))
+            break
+    t.join()
+    assert errors and "another thread" in errors[0]
