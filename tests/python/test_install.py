@@ -1,7 +1,8 @@
-"""pip install --no-build-isolation of the source tree (meson-python) gives a
-package that imports and draws with no RNGSNAP_CONFIG: the module holds the
-core, the wheel holds the plugins and an rng.ini (pyproject.toml,
-python/meson.build)."""
+"""Installed packages import and draw with no RNGSNAP_* variables: `meson
+install` into a prefix (the installed default rng.ini and plugin folder) and
+pip install --no-build-isolation through meson-python (the wheel's own
+plugins and rng.ini; pyproject.toml, python/meson.build).  The module holds
+the core, so no librngsnap.so is looked up."""
 import os
 import shutil
 import subprocess
@@ -21,17 +22,58 @@ DRAW = ("import rngsnap, json\n"
         ".generate('u64', 4).tolist()))\n")
 
 
+def _copy_sources(tmp_path):
+    """A copy of the sources, so that no build folder lands in the tree."""
+    if not SRC:
+        pytest.skip("RNGSNAP_SOURCE_ROOT is not set (run through meson test)")
+    src = tmp_path / "src"
+    shutil.copytree(SRC, src, ignore=shutil.ignore_patterns(
+        "build*", ".git", ".mesonpy-*", "__pycache__"))
+    return src
+
+
+def _draw_elsewhere(site, cwd):
+    """Import rngsnap from site with no RNGSNAP_* variables and draw."""
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith("RNGSNAP_")}
+    env["PYTHONPATH"] = str(site)
+    r = subprocess.run([sys.executable, "-c", DRAW], capture_output=True,
+                       text=True, env=env, cwd=str(cwd))
+    assert r.returncode == 0, r.stderr
+    return r.stdout.splitlines()
+
+
+def _words_here():
+    c = rngsnap.Context()
+    c.seed_all(77)
+    words = str(c.stream("cpu", 0, "augment").generate("u64", 4).tolist())
+    c.close()
+    return words
+
+
+def test_meson_install_prefix(tmp_path):
+    src = _copy_sources(tmp_path)
+    prefix, build = tmp_path / "prefix", tmp_path / "build"
+    for cmd in (["meson", "setup", str(build), str(src), "--prefix",
+                 str(prefix), "-Dtests=disabled", "-Dcuda=disabled"],
+                ["ninja", "-C", str(build)],
+                ["meson", "install", "-C", str(build)]):
+        r = subprocess.run(cmd, capture_output=True, text=True)
+        assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    inits = list(prefix.glob("**/rngsnap/__init__.py"))
+    assert len(inits) == 1, inits
+    site = inits[0].parent.parent
+    where, config, words = _draw_elsewhere(site, tmp_path)
+    assert config == '["%s", "installed default"]' % (
+        prefix / "etc" / "rngsnap" / "rng.ini")
+    assert words == _words_here()
+
+
 def test_pip_install_target(tmp_path):
     for mod in ("pip", "mesonpy"):
         if subprocess.run([sys.executable, "-c", "import " + mod]).returncode:
             pytest.skip("%s is not installed for %s" % (mod, sys.executable))
-    if not SRC:
-        pytest.skip("RNGSNAP_SOURCE_ROOT is not set (run through meson test)")
-    # A copy of the sources, so that meson-python's build folder never
-    # lands in the shared tree.
-    src = tmp_path / "src"
-    shutil.copytree(SRC, src, ignore=shutil.ignore_patterns(
-        "build*", ".git", ".mesonpy-*", "__pycache__"))
+    src = _copy_sources(tmp_path)
     target = tmp_path / "site"
     r = subprocess.run([sys.executable, "-m", "pip", "install", "-q",
                         "--no-build-isolation", "--no-deps", "--no-index",
@@ -39,18 +81,7 @@ def test_pip_install_target(tmp_path):
                        capture_output=True, text=True)
     assert r.returncode == 0, r.stdout + r.stderr
     assert (target / "rngsnap" / "plugins" / "rngsnap_cpu.so").exists()
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith("RNGSNAP_")}
-    env["PYTHONPATH"] = str(target)
-    r = subprocess.run([sys.executable, "-c", DRAW], capture_output=True,
-                       text=True, env=env, cwd=str(tmp_path))
-    assert r.returncode == 0, r.stderr
-    where, config, words = r.stdout.splitlines()
+    where, config, words = _draw_elsewhere(target, tmp_path)
     assert where == str(target / "rngsnap" / "__init__.py")
     assert config == '["%s", "package"]' % (target / "rngsnap" / "rng.ini")
-    # the same numbers as the module built here
-    c = rngsnap.Context()
-    c.seed_all(77)
-    assert words == str(c.stream("cpu", 0, "augment").generate(
-        "u64", 4).tolist())
-    c.close()
+    assert words == _words_here()  # the same numbers as the build tree
