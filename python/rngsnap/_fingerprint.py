@@ -42,6 +42,11 @@ def collect(torch, numpy, devices, world_size):
             "torch.cudnn.benchmark": str(bool(cudnn.benchmark)),
             "torch.deterministic_algorithms":
                 str(torch.are_deterministic_algorithms_enabled()),
+            # TF32 matmuls and convolutions (Ampere and later) round
+            # differently from FP32 ones.
+            "torch.cuda.matmul.allow_tf32":
+                str(bool(torch.backends.cuda.matmul.allow_tf32)),
+            "torch.cudnn.allow_tf32": str(bool(cudnn.allow_tf32)),
         })
     for gen, dev in devices:
         fp["device." + gen] = dev

@@ -20,6 +20,7 @@ ctx.save(sys.argv[1])
 LOAD = """
 import sys, warnings, torch, rngsnap, rngsnap.torch
 if len(sys.argv) > 3: torch.use_deterministic_algorithms(True)
+if len(sys.argv) > 4: torch.backends.cuda.matmul.allow_tf32 = True
 torch.manual_seed(22)
 before = torch.get_rng_state()
 ctx = rngsnap.Context(resume=True)
@@ -102,3 +103,11 @@ def test_deterministic_algorithms_flag_is_a_difference(ck):
     assert ("  torch.deterministic_algorithms: checkpoint False, this "
             "process True") in out.splitlines(), out
     assert "(1 difference)" in out
+
+
+def test_tf32_flag_is_a_difference(ck):
+    out = _run(LOAD, [ck, "warn", "det", "tf32"], SAVED_ENV)
+    lines = out.splitlines()
+    assert ("  torch.cuda.matmul.allow_tf32: checkpoint False, this process "
+            "True") in lines, out
+    assert "(2 differences)" in out
