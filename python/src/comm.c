@@ -92,14 +92,14 @@ static PyObject *ranks_call(rsp_context *c, PyObject *args, int save)
     const char *dir = PyBytes_AS_STRING(path);
     rsp_drop_pending(c);
     int rc;
-    c->busy++;
+    rsp_file_call_begin(c);
     Py_BEGIN_ALLOW_THREADS
     rc = save ? rngsnap_save_ranks(ctx, &cm, dir,
                                    flag ? RNGSNAP_SAVE_REPLACE : 0)
               : rngsnap_load_ranks(ctx, &cm, dir,
                                    flag ? RNGSNAP_LOAD_FORK : 0);
     Py_END_ALLOW_THREADS
-    c->busy--;
+    rsp_file_call_end(c);
     Py_DECREF(path);
     for (size_t i = 0; i < c->napps; i++)
         Py_CLEAR(c->apps[i]->cached);

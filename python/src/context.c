@@ -14,7 +14,27 @@ rngsnap *rsp_ctx_get(rsp_context *c)
         rsp_raise_msg(RNGSNAP_E_INVALID, "rngsnap.Context is closed");
         return NULL;
     }
+    if (c->in_file_call
+        && c->file_call_thread == PyThread_get_thread_ident()) {
+        rsp_raise_msg(RNGSNAP_E_INVALID, "rngsnap.Context used from inside "
+                      "one of its own save/load callables or collectives "
+                      "(the context is locked while they run)");
+        return NULL;
+    }
     return c->ctx;
+}
+
+void rsp_file_call_begin(rsp_context *c)
+{
+    c->busy++;
+    c->in_file_call = 1;
+    c->file_call_thread = PyThread_get_thread_ident();
+}
+
+void rsp_file_call_end(rsp_context *c)
+{
+    c->in_file_call = 0;
+    c->busy--;
 }
 
 static int ctx_init(rsp_context *self, PyObject *args, PyObject *kw)
@@ -154,12 +174,12 @@ static PyObject *ctx_file_call(rsp_context *self, PyObject *args,
     rsp_drop_pending(self);
     const char *p = PyBytes_AS_STRING(path);
     int rc;
-    self->busy++;
+    rsp_file_call_begin(self);
     Py_BEGIN_ALLOW_THREADS
     rc = save ? rngsnap_save(ctx, p, replace ? RNGSNAP_SAVE_REPLACE : 0)
               : rngsnap_load(ctx, p, 0);
     Py_END_ALLOW_THREADS
-    self->busy--;
+    rsp_file_call_end(self);
     Py_DECREF(path);
     for (size_t i = 0; i < self->napps; i++)
         Py_CLEAR(self->apps[i]->cached);

@@ -24,6 +24,10 @@ typedef struct rsp_context {
     PyObject_HEAD
     rngsnap *ctx;          /* NULL once closed                        */
     int busy;              /* calls running with the GIL released     */
+    /* A save/load/ranks call is running on thread file_call_thread: its
+     * callables must not call back into the context (locked: deadlock). */
+    int in_file_call;
+    unsigned long file_call_thread;
     rsp_app **apps;
     size_t napps;
     /* First exception raised by a callable during the running C call
@@ -48,8 +52,12 @@ PyObject *rsp_raise(rsp_context *owner, int code);
 /* Raise rngsnap.Error with a message of our own (closed context). */
 PyObject *rsp_raise_msg(int code, const char *msg);
 
-/* context.c: NULL (with Error set) when the context is closed. */
+/* context.c: NULL (with Error set) when the context is closed, or when
+ * called from a callable of the context's own running save/load. */
 rngsnap *rsp_ctx_get(rsp_context *c);
+/* Around a C call that runs callables: marks the thread, counts busy. */
+void rsp_file_call_begin(rsp_context *c);
+void rsp_file_call_end(rsp_context *c);
 
 /* stream.c */
 PyObject *rsp_stream_new(rsp_context *owner, rngsnap_stream *s);

@@ -128,3 +128,17 @@ def test_collective_exception_fails_the_call(ctx, tmp_path):
     a = s.generate("u64", 5)
     ctx._load_ranks(d, _OneRank(), 0, 1, False)
     assert (s.generate("u64", 5) == a).all()
+
+
+def test_callable_calling_back_into_its_context(ctx, tmp_path):
+    # The context is locked while callables run: a call back into it is
+    # refused (Error), not a deadlock, and fails the save.
+    s = ctx.stream("cpu", 0, "default")
+    ctx.register_state("app", save=lambda: bytes(s.generate("u32", 1)),
+                       load=lambda b: None)
+    with pytest.raises(rngsnap.Error) as e:
+        ctx.save(tmp_path / "a")
+    assert isinstance(e.value.__cause__, rngsnap.InvalidError)
+    assert "inside one of its own" in str(e.value.__cause__)
+    assert not (tmp_path / "a").exists()
+    s.generate("u32", 1)  # usable again afterwards
