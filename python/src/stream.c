@@ -136,6 +136,15 @@ static int parse_generate(PyObject *args, PyObject *kw, rngsnap_dist *dist,
         PyErr_SetString(PyExc_ValueError, "out must be C-contiguous");
         goto fail;
     }
+    /* Values are written in native byte order: a '>' array would read
+     * as other numbers. */
+    const char *fmt = t->view.format;
+    char other = PY_LITTLE_ENDIAN ? '>' : '<';
+    if (fmt && (fmt[0] == other || (PY_LITTLE_ENDIAN && fmt[0] == '!'))) {
+        PyErr_Format(PyExc_ValueError, "out has non-native byte order "
+                     "(format '%s')", fmt);
+        goto fail;
+    }
     if ((size_t)t->view.itemsize != isize) {
         PyErr_Format(PyExc_TypeError, "out has items of %zd bytes; %s "
                      "values are %zu bytes", t->view.itemsize,

@@ -57,6 +57,8 @@ def test_out_buffer_checks(ctx):
         s.generate("u32", out=np.zeros((4, 4), np.uint32)[:, 1])
     with pytest.raises(TypeError, match="items of 4 bytes"):
         s.generate("u64", out=np.zeros(4, np.uint32))
+    with pytest.raises(ValueError, match="byte order"):
+        s.generate("f32", out=np.zeros(4, ">f4"))
     with pytest.raises(ValueError, match="unknown dist"):
         s.generate("f16", 4)
     with pytest.raises(ValueError, match="out holds 4"):
