@@ -81,6 +81,12 @@ def find_config():
     return _rngsnap.DEFAULT_CONFIG, "installed default"
 
 
+_ORIGINS = {"RNGSNAP_CONFIG": "set by RNGSNAP_CONFIG",
+            "build tree": "the build tree's rng.ini",
+            "package": "the rng.ini installed inside the package",
+            "installed default": "the installed default"}
+
+
 class Context(_rngsnap.Context):
     """Context(config=None, resume=False): one rngsnap context.
 
@@ -89,9 +95,19 @@ class Context(_rngsnap.Context):
     close() ends it, after which it and its streams raise Error."""
 
     def __init__(self, config=None, resume=False):
-        if config is None:
-            config = find_config()[0]
-        super().__init__(config, resume)
+        if config is not None:
+            super().__init__(config, resume)
+            return
+        config, origin = find_config()
+        try:
+            super().__init__(config, resume)
+        except Error as e:
+            # As the rngsnap command does: say where the file came from.
+            e.args = ("%s (no config given, so %s is %s; pass config= or "
+                      "set RNGSNAP_CONFIG to use another)"
+                      % (e.args[0] if e.args else "", config,
+                         _ORIGINS[origin]),)
+            raise
 
     def __repr__(self):
         state = "closed" if self.closed else "open"

@@ -27,6 +27,17 @@ def test_config_error_names_file(tmp_path):
     assert str(ini) + ":2:" in str(e.value)
 
 
+def test_default_config_origin_named(tmp_path, monkeypatch):
+    missing = tmp_path / "none.ini"
+    monkeypatch.setenv("RNGSNAP_CONFIG", str(missing))
+    assert rngsnap.find_config() == (str(missing), "RNGSNAP_CONFIG")
+    with pytest.raises(rngsnap.ConfigError) as e:
+        rngsnap.Context()
+    assert e.value.name == "RNGSNAP_E_CONFIG"
+    assert str(missing) in str(e.value)
+    assert "set by RNGSNAP_CONFIG" in str(e.value)
+
+
 def test_exists_and_corrupt(ctx, tmp_path):
     path = _save(ctx, tmp_path / "a.rngsnap")
     with pytest.raises(rngsnap.ExistsError) as e:
