@@ -15,6 +15,7 @@
 
 #include <limits.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -146,11 +147,14 @@ static void dk_make_status(dk_ctx *c)
 
 /* ---- backend members --------------------------------------------------- */
 
-static const dk_vendor *dk_the_vendor; /* one vendor per plugin file */
+/* One vendor per plugin file.  Atomic: contexts may be opened on several
+ * threads at once, and each open stores the (same) pointer again. */
+static const dk_vendor *_Atomic dk_the_vendor;
 
 static int dk_open(const rngsnap_host *host, void **bctx)
 {
-    const dk_vendor *v = dk_the_vendor;
+    const dk_vendor *v = atomic_load_explicit(&dk_the_vendor,
+                                              memory_order_acquire);
     dk_ctx *c = calloc(1, sizeof *c);
     if (c == NULL) {
         host->error(host, "out of memory");
@@ -296,7 +300,8 @@ static pthread_once_t dk_once = PTHREAD_ONCE_INIT;
 
 static void dk_build_table(void)
 {
-    const dk_vendor *v = dk_the_vendor;
+    const dk_vendor *v = atomic_load_explicit(&dk_the_vendor,
+                                              memory_order_acquire);
     dk_table = (rngsnap_backend){
         .abi_version = RNGSNAP_BACKEND_ABI_VERSION,
         .struct_size = sizeof(rngsnap_backend),
@@ -325,7 +330,8 @@ static void dk_build_table(void)
 
 const rngsnap_backend *devicekit_backend(const dk_vendor *v)
 {
-    dk_the_vendor = v; /* same pointer on every call from this file */
+    /* The same pointer on every call from this file. */
+    atomic_store_explicit(&dk_the_vendor, v, memory_order_release);
     pthread_once(&dk_once, dk_build_table);
     return &dk_table;
 }
