@@ -112,6 +112,10 @@ static int step(job *j, int rc, const void *payload, size_t plen,
 static int comm_usable(struct rngsnap *ctx, const rngsnap_comm *c,
                        const char *op)
 {
+    if (c && c->unusable)
+        return rs_error(ctx, RNGSNAP_E_INVALID,
+                        "%s: no communicator: %s (nothing collective ran)",
+                        op, c->unusable);
     if (!c || !c->allgather || !c->broadcast || c->size < 1 || c->rank < 0
         || c->rank >= c->size)
         return rs_error(ctx, RNGSNAP_E_INVALID,

@@ -228,6 +228,11 @@ typedef struct rngsnap_comm {
     int (*allgather)(void *user, const void *send, void *recv, size_t len);
     /* root's len bytes at buf are copied into buf on every other rank. */
     int (*broadcast)(void *user, void *buf, size_t len, int root);
+    /* NULL, or why the adapter could not make a communicator (e.g. "MPI
+     * is not initialised"): the call then fails on this rank alone with
+     * RNGSNAP_E_INVALID and this text, calling no collective.  Zero the
+     * whole struct before filling it, so this is NULL by default. */
+    const char *unusable;
 } rngsnap_comm;
 
 /* Collective: write this rank's file into folder dir (created if

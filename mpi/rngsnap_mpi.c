@@ -9,6 +9,7 @@
 
 #include <limits.h>
 #include <stddef.h>
+#include <string.h>
 
 /* MPI counts are int: longer buffers go in pieces of at most this many
  * bytes.  A test builds this file with a tiny value to exercise the
@@ -70,54 +71,44 @@ static int mpi_broadcast(void *user, void *buf, size_t len, int root)
     return 0;
 }
 
-/* MPI may be used only between MPI_Init and MPI_Finalize; both queries
- * are allowed at any time. */
-static int mpi_usable(void)
+/* Fill out from comm.  When MPI is not usable, comm is MPI_COMM_NULL or
+ * comm is an inter-communicator (its allgather gathers the other group's
+ * bytes, not this job's ranks'), out->unusable says which, and the core
+ * refuses on this rank alone with that text.  Each of these is the same
+ * on every rank that passes the same comm. */
+static void mpi_comm_fill(MPI_Comm comm, mpi_user *u, rngsnap_comm *out)
 {
-    int init = 0, fini = 0;
+    int init = 0, fini = 0, inter = 0;
+    memset(out, 0, sizeof *out);
+    /* MPI may be used only between MPI_Init and MPI_Finalize; these two
+     * queries are allowed at any time. */
     MPI_Initialized(&init);
     MPI_Finalized(&fini);
-    return init && !fini;
-}
-
-/* Fill out from comm.  0, or RNGSNAP_E_INVALID when MPI is not usable,
- * comm is MPI_COMM_NULL, or comm is an inter-communicator (its allgather
- * gathers the other group's bytes, not this job's ranks').  Each of these
- * is the same on every rank that passes the same comm. */
-static int mpi_comm_fill(MPI_Comm comm, mpi_user *u, rngsnap_comm *out)
-{
-    int inter = 0;
-    if (!mpi_usable() || comm == MPI_COMM_NULL
-        || MPI_Comm_test_inter(comm, &inter) != MPI_SUCCESS || inter)
-        return RNGSNAP_E_INVALID;
+    if (!init)
+        out->unusable = "MPI is not initialised (call MPI_Init first)";
+    else if (fini)
+        out->unusable = "MPI has already been finalised";
+    else if (comm == MPI_COMM_NULL)
+        out->unusable = "the communicator is MPI_COMM_NULL";
+    else if (MPI_Comm_test_inter(comm, &inter) != MPI_SUCCESS || inter)
+        out->unusable = "the communicator is an inter-communicator; pass "
+                        "an intra-communicator of the job's ranks";
+    else if (MPI_Comm_rank(comm, &out->rank) != MPI_SUCCESS
+             || MPI_Comm_size(comm, &out->size) != MPI_SUCCESS)
+        out->unusable = "MPI_Comm_rank or MPI_Comm_size failed";
+    if (out->unusable)
+        return;
     u->comm = comm;
     out->user = u;
     out->allgather = mpi_allgather;
     out->broadcast = mpi_broadcast;
-    if (MPI_Comm_rank(comm, &out->rank) != MPI_SUCCESS
-        || MPI_Comm_size(comm, &out->size) != MPI_SUCCESS)
-        return RNGSNAP_E_INVALID;
-    return 0;
-}
-
-/* MPI unusable: nothing collective can run, so refuse on this rank
- * alone.  The core's own check of an empty communicator gives the code
- * (RNGSNAP_E_INVALID) and sets the message on ctx; no public call lets an
- * adapter set a message of its own. */
-static int mpi_refuse(rngsnap *ctx, int save, const char *dir, unsigned flags)
-{
-    rngsnap_comm none = {.rank = -1, .size = 0};
-    int rc = save ? rngsnap_save_ranks(ctx, &none, dir, flags)
-                  : rngsnap_load_ranks(ctx, &none, dir, flags);
-    return rc ? rc : RNGSNAP_E_INVALID;
 }
 
 int rngsnap_mpi_save(rngsnap *ctx, MPI_Comm comm, const char *dir, unsigned flags)
 {
     mpi_user u;
     rngsnap_comm c;
-    if (mpi_comm_fill(comm, &u, &c))
-        return mpi_refuse(ctx, 1, dir, flags);
+    mpi_comm_fill(comm, &u, &c);
     return rngsnap_save_ranks(ctx, &c, dir, flags);
 }
 
@@ -125,7 +116,6 @@ int rngsnap_mpi_load(rngsnap *ctx, MPI_Comm comm, const char *dir, unsigned flag
 {
     mpi_user u;
     rngsnap_comm c;
-    if (mpi_comm_fill(comm, &u, &c))
-        return mpi_refuse(ctx, 0, dir, flags);
+    mpi_comm_fill(comm, &u, &c);
     return rngsnap_load_ranks(ctx, &c, dir, flags);
 }

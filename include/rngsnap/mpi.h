@@ -17,7 +17,8 @@
  *
  * Not collective in one case: when MPI is not initialised (or already
  * finalised) no collective can run, so the call returns
- * RNGSNAP_E_INVALID on the calling rank alone and touches nothing.
+ * RNGSNAP_E_INVALID on the calling rank alone, with a message saying
+ * which, and touches nothing.
  * MPI_COMM_NULL and inter-communicators are refused the same way
  * (comm must be an intra-communicator such as MPI_COMM_WORLD or one made
  * by MPI_Comm_split).

@@ -88,7 +88,9 @@ static PyObject *ranks_call(rsp_context *c, PyObject *args, int save)
         return NULL;
     }
     rsp_comm_user u = {c, comm};
-    rngsnap_comm cm = {rank, size, &u, comm_allgather, comm_broadcast};
+    rngsnap_comm cm = {.rank = rank, .size = size, .user = &u,
+                       .allgather = comm_allgather,
+                       .broadcast = comm_broadcast};
     const char *dir = PyBytes_AS_STRING(path);
     rsp_drop_pending(c);
     int rc;

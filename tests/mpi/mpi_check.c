@@ -387,6 +387,7 @@ static int do_invalid(void)
     expect_code(ctx, rc, RNGSNAP_E_INVALID, "load with an unknown flag");
     rc = rngsnap_mpi_save(ctx, MPI_COMM_NULL, dir, 0);
     expect_code(ctx, rc, RNGSNAP_E_INVALID, "save over MPI_COMM_NULL");
+    expect_msg(ctx, "MPI_COMM_NULL", "save over MPI_COMM_NULL");
     rc = rngsnap_mpi_load(NULL, MPI_COMM_WORLD, dir, 0);
     expect_code(NULL, rc, RNGSNAP_E_INVALID, "load into a NULL context");
     if (access(dir, F_OK) == 0)
@@ -436,6 +437,7 @@ static int do_split(void)
     expect_code(ctx, rc, RNGSNAP_E_INVALID, "save over an inter-communicator");
     rc = rngsnap_mpi_load(ctx, inter, d, 0);
     expect_code(ctx, rc, RNGSNAP_E_INVALID, "load over an inter-communicator");
+    expect_msg(ctx, "inter-communicator", "load over an inter-communicator");
     MPI_Comm_free(&inter);
     MPI_Comm_free(&sub);
     if (rank == 0)
@@ -445,14 +447,16 @@ static int do_split(void)
 }
 
 /* Before MPI_Init and after MPI_Finalize: refused on this rank alone. */
-static int noinit_try(rngsnap *ctx, const char *when)
+static int noinit_try(rngsnap *ctx, const char *when, const char *why)
 {
     int rc = rngsnap_mpi_save(ctx, MPI_COMM_WORLD, dir, RNGSNAP_SAVE_REPLACE);
     if (rc != RNGSNAP_E_INVALID)
         fail("save %s returned %s", when, rngsnap_error_name(rc));
+    expect_msg(ctx, why, when);
     rc = rngsnap_mpi_load(ctx, MPI_COMM_WORLD, dir, 0);
     if (rc != RNGSNAP_E_INVALID)
         fail("load %s returned %s", when, rngsnap_error_name(rc));
+    expect_msg(ctx, why, when);
     printf("%s: %s\n", when, rngsnap_errmsg(ctx));
     return rc;
 }
@@ -473,10 +477,10 @@ int main(int argc, char **argv)
             fprintf(stderr, "rngsnap_open: %s\n", rngsnap_errmsg(NULL));
             return 1;
         }
-        noinit_try(ctx, "before MPI_Init");
+        noinit_try(ctx, "before MPI_Init", "MPI is not initialised");
         MPI_Init(&argc, &argv);
         MPI_Finalize();
-        noinit_try(ctx, "after MPI_Finalize");
+        noinit_try(ctx, "after MPI_Finalize", "MPI has already been finalised");
         rngsnap_close(ctx);
         return failed;
     }

@@ -987,6 +987,16 @@ static void test_comm_checks(void **state)
                      RNGSNAP_E_INVALID);
     assert_int_equal(rngsnap_load_ranks(ctx, NULL, dir, 0),
                      RNGSNAP_E_INVALID);
+    /* an adapter that could not make a communicator says why */
+    rngsnap_comm none = {.unusable = "the launcher gave no group"};
+    assert_int_equal(rngsnap_save_ranks(ctx, &none, dir, 0),
+                     RNGSNAP_E_INVALID);
+    assert_non_null(strstr(rngsnap_errmsg(ctx), "save_ranks: no communicator: "
+                                                "the launcher gave no group"));
+    assert_int_equal(rngsnap_load_ranks(ctx, &none, dir, 0),
+                     RNGSNAP_E_INVALID);
+    assert_non_null(strstr(rngsnap_errmsg(ctx), "no communicator: the "
+                                                "launcher gave no group"));
     /* a single-file load has nothing to fork */
     assert_int_equal(rngsnap_load(ctx, rk_path(dir, "x"), RNGSNAP_LOAD_FORK),
                      RNGSNAP_E_INVALID);
