@@ -360,8 +360,12 @@ static int save_ranks_locked(job *j, unsigned flags)
         rc = rs_save_image(ctx, path, &img, &len, sums);
     if (!rc) {
         char err[RS_ERRMSG_MAX];
+        /* Leftovers of killed saves are removed by rank 0 after the
+         * commit (clean_folder), not by a scan per rank here. */
         rc = rs_store_write(ctx, path, img, len,
-                            flags & RNGSNAP_SAVE_NO_SYNC, err, sizeof err);
+                            (flags & RNGSNAP_SAVE_NO_SYNC)
+                                | RS_STORE_FRESH_NAME,
+                            err, sizeof err);
         written = rc == RNGSNAP_OK || rc == RNGSNAP_E_DURABILITY;
         if (rc == RNGSNAP_E_DURABILITY) /* not durable: cannot commit */
             rc = rs_error(ctx, RNGSNAP_E_IO, "%s (rank %d's file)", err,

@@ -398,7 +398,7 @@ int rs_store_write(const struct rngsnap *lctx, const char *path,
                  "%s exists; pass RNGSNAP_SAVE_REPLACE to replace it", path);
         goto out;
     }
-    if (dfd != AT_FDCWD)
+    if (dfd != AT_FDCWD && !(flags & RS_STORE_FRESH_NAME))
         clean_stale_temps(lctx, dfd, path, base_off);
 
     fd = open_temp(dfd, path, base_off, tmp, sizeof tmp);

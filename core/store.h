@@ -23,6 +23,13 @@ struct rngsnap;
  * file is removed and the previous file at path is intact.  Failures
  * after it (open, fsync or close of the folder, close of the new file):
  * RNGSNAP_E_DURABILITY, the new file is in place. */
+/* rs_store_write flag (beside the RNGSNAP_SAVE_* ones): path names a
+ * file no earlier save can have written (a multi-rank save's rank file,
+ * named by a fresh random id), so no stale temporary of it can exist and
+ * the folder scan is skipped: with N ranks in one folder the scans would
+ * cost N x N directory entries. */
+#define RS_STORE_FRESH_NAME 0x100u
+
 int rs_store_write(const struct rngsnap *lctx, const char *path,
                    const void *buf, size_t len, unsigned flags, char *err,
                    size_t errlen);
