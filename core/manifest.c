@@ -3,7 +3,6 @@
  * (bounded, every field checked, no code in data) and the public reader
  * rngsnap_manifest_*.  Format: docs/format.md, "Multi-rank folders".
  */
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,21 +47,6 @@ static uint64_t get64(const uint8_t *p)
     return (uint64_t)get32(p) | (uint64_t)get32(p + 4) << 32;
 }
 
-static int say(char *err, size_t errlen, int code, const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 4, 5)))
-#endif
-    ;
-static int say(char *err, size_t errlen, int code, const char *fmt, ...)
-{
-    if (err && errlen) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, errlen, fmt, ap);
-        va_end(ap);
-    }
-    return code;
-}
 
 void rs_man_hex(const uint8_t id[RS_MAN_ID_SIZE], char *out)
 {
@@ -94,7 +78,7 @@ int rs_man_encode(int32_t world_size, int64_t created_unix,
     *len = 0;
     if (world_size < 1 || world_size > RS_MAN_WORLD_MAX
         || app_count > RS_MAN_APPS_MAX)
-        return say(err, errlen, RNGSNAP_E_INVALID,
+        return rs_say(err, errlen, RNGSNAP_E_INVALID,
                    "manifest: %d ranks and %zu app states, at most %d and "
                    "%u allowed",
                    (int)world_size, app_count, RS_MAN_WORLD_MAX,
@@ -105,13 +89,13 @@ int rs_man_encode(int32_t world_size, int64_t created_unix,
     for (size_t i = 0; i < app_count; i++) {
         size_t nl = strlen(apps[i].name);
         if (nl < 1 || nl > RS_MAN_NAME_MAX)
-            return say(err, errlen, RNGSNAP_E_INVALID,
+            return rs_say(err, errlen, RNGSNAP_E_INVALID,
                        "manifest: app state name of %zu bytes", nl);
         total += 2 + nl + 9;
     }
     uint8_t *b = malloc(total), *p = b;
     if (!b)
-        return say(err, errlen, RNGSNAP_E_NOMEM,
+        return rs_say(err, errlen, RNGSNAP_E_NOMEM,
                    "manifest: out of memory for %zu bytes", total);
     memcpy(p, RS_MAN_MAGIC, 8);
     put32(p + 8, RS_MAN_VERSION);
@@ -169,29 +153,29 @@ int rs_man_decode(const uint8_t *buf, size_t len, const char *what,
 {
     *out = NULL;
     if (len < RS_MAN_HEADER_SIZE + 8 || memcmp(buf, RS_MAN_MAGIC, 8) != 0)
-        return say(err, errlen, RNGSNAP_E_CORRUPT,
+        return rs_say(err, errlen, RNGSNAP_E_CORRUPT,
                    "%s: not a rngsnap manifest (%zu bytes, no \"%s\" "
                    "magic)",
                    what, len, RS_MAN_MAGIC);
     uint64_t want = get64(buf + len - 8), got = XXH3_64bits(buf, len - 8);
     if (want != got)
-        return say(err, errlen, RNGSNAP_E_CORRUPT,
+        return rs_say(err, errlen, RNGSNAP_E_CORRUPT,
                    "%s: manifest checksum is 0x%016llx, its bytes give "
                    "0x%016llx (damaged or truncated)",
                    what, (unsigned long long)want, (unsigned long long)got);
     uint32_t version = get32(buf + 8);
     if (version != RS_MAN_VERSION)
-        return say(err, errlen, RNGSNAP_E_CORRUPT,
+        return rs_say(err, errlen, RNGSNAP_E_CORRUPT,
                    "%s: manifest format version %u, this library reads %u",
                    what, version, RS_MAN_VERSION);
     int32_t world = (int32_t)get32(buf + 12);
     uint32_t napps = get32(buf + 56);
     if (world < 1 || world > RS_MAN_WORLD_MAX)
-        return say(err, errlen, RNGSNAP_E_CORRUPT,
+        return rs_say(err, errlen, RNGSNAP_E_CORRUPT,
                    "%s: world size %d outside 1..%d", what, (int)world,
                    RS_MAN_WORLD_MAX);
     if (napps > RS_MAN_APPS_MAX)
-        return say(err, errlen, RNGSNAP_E_CORRUPT,
+        return rs_say(err, errlen, RNGSNAP_E_CORRUPT,
                    "%s: %u app states, at most %u", what, napps,
                    RS_MAN_APPS_MAX);
     /* Every record takes at least 17 (rank) or 10 (app) bytes: refuse
@@ -199,20 +183,20 @@ int rs_man_decode(const uint8_t *buf, size_t len, const char *what,
     const uint8_t *p = buf + RS_MAN_HEADER_SIZE, *end = buf + len - 8;
     if ((size_t)(end - p) / 17 < (size_t)world
         || (size_t)(end - p) < (size_t)world * 17 + (size_t)napps * 10)
-        return say(err, errlen, RNGSNAP_E_CORRUPT,
+        return rs_say(err, errlen, RNGSNAP_E_CORRUPT,
                    "%s: %d ranks and %u app states do not fit in %zu bytes",
                    what, (int)world, napps, len);
 
     struct rngsnap_manifest *m = calloc(1, sizeof *m);
     if (!m)
-        return say(err, errlen, RNGSNAP_E_NOMEM, "%s: out of memory", what);
+        return rs_say(err, errlen, RNGSNAP_E_NOMEM, "%s: out of memory", what);
     m->ranks = calloc((size_t)world, sizeof *m->ranks);
     m->apps = calloc(napps ? napps : 1, sizeof *m->apps);
     m->names = malloc(len); /* names with their NULs fit in len */
     m->dir = strdup(dir ? dir : ".");
     int rc = RNGSNAP_OK;
     if (!m->ranks || !m->apps || !m->names || !m->dir) {
-        rc = say(err, errlen, RNGSNAP_E_NOMEM, "%s: out of memory", what);
+        rc = rs_say(err, errlen, RNGSNAP_E_NOMEM, "%s: out of memory", what);
         goto fail;
     }
     memcpy(m->id, buf + 24, RS_MAN_ID_SIZE);
@@ -233,7 +217,7 @@ int rs_man_decode(const uint8_t *buf, size_t len, const char *what,
         char expect[RS_MAN_RANK_NAME_MAX];
         if (take_name(&p, end, RS_MAN_RANK_NAME_MAX - 1, &name, &nl) != 0
             || end - p < 16) {
-            rc = say(err, errlen, RNGSNAP_E_CORRUPT,
+            rc = rs_say(err, errlen, RNGSNAP_E_CORRUPT,
                      "%s: rank %d's record is truncated or its name length "
                      "is out of range",
                      what, (int)r);
@@ -243,7 +227,7 @@ int rs_man_decode(const uint8_t *buf, size_t len, const char *what,
          * and no file of another rank or checkpoint. */
         rs_man_rank_file((int)r, m->id, expect);
         if (nl != strlen(expect) || memcmp(name, expect, nl) != 0) {
-            rc = say(err, errlen, RNGSNAP_E_CORRUPT,
+            rc = rs_say(err, errlen, RNGSNAP_E_CORRUPT,
                      "%s: rank %d's file is not named %s", what, (int)r,
                      expect);
             goto fail;
@@ -257,7 +241,7 @@ int rs_man_decode(const uint8_t *buf, size_t len, const char *what,
         p += 16;
         if (m->ranks[r].size < RS_FMT_HEADER_SIZE + RS_FMT_TRAILER_SIZE
             || m->ranks[r].size > RS_FMT_FILE_MAX) {
-            rc = say(err, errlen, RNGSNAP_E_CORRUPT,
+            rc = rs_say(err, errlen, RNGSNAP_E_CORRUPT,
                      "%s: rank %d's file size %llu is outside %u..%zu", what,
                      (int)r, (unsigned long long)m->ranks[r].size,
                      RS_FMT_HEADER_SIZE + RS_FMT_TRAILER_SIZE,
@@ -270,7 +254,7 @@ int rs_man_decode(const uint8_t *buf, size_t len, const char *what,
         size_t nl;
         if (take_name(&p, end, RS_MAN_NAME_MAX, &name, &nl) != 0
             || end - p < 9 || memchr(name, 0, nl) || p[8] > 1) {
-            rc = say(err, errlen, RNGSNAP_E_CORRUPT,
+            rc = rs_say(err, errlen, RNGSNAP_E_CORRUPT,
                      "%s: app state record %u is truncated or malformed",
                      what, i);
             goto fail;
@@ -279,7 +263,7 @@ int rs_man_decode(const uint8_t *buf, size_t len, const char *what,
         q[nl] = 0;
         for (uint32_t k = 0; k < i; k++)
             if (strcmp(m->apps[k].name, q) == 0) {
-                rc = say(err, errlen, RNGSNAP_E_CORRUPT,
+                rc = rs_say(err, errlen, RNGSNAP_E_CORRUPT,
                          "%s: app state %s recorded twice", what, q);
                 goto fail;
             }
@@ -290,7 +274,7 @@ int rs_man_decode(const uint8_t *buf, size_t len, const char *what,
         p += 9;
     }
     if (p != end) {
-        rc = say(err, errlen, RNGSNAP_E_CORRUPT,
+        rc = rs_say(err, errlen, RNGSNAP_E_CORRUPT,
                  "%s: %zu bytes after the last record", what,
                  (size_t)(end - p));
         goto fail;
@@ -308,7 +292,7 @@ int rs_man_check_rank(const struct rngsnap_manifest *m, int rank,
 {
     const rngsnap_manifest_rank *r = &m->ranks[rank];
     if (len != r->size)
-        return say(err, errlen, RNGSNAP_E_CORRUPT,
+        return rs_say(err, errlen, RNGSNAP_E_CORRUPT,
                    "%s (rank %d's file): %zu bytes, the manifest of "
                    "checkpoint %s records %llu (damaged, truncated, or "
                    "another checkpoint's file)",
@@ -316,7 +300,7 @@ int rs_man_check_rank(const struct rngsnap_manifest *m, int rank,
                    (unsigned long long)r->size);
     uint64_t h = XXH3_64bits(buf, len);
     if (h != r->checksum)
-        return say(err, errlen, RNGSNAP_E_CORRUPT,
+        return rs_say(err, errlen, RNGSNAP_E_CORRUPT,
                    "%s (rank %d's file): XXH3-64 0x%016llx, the manifest of "
                    "checkpoint %s records 0x%016llx (damaged, swapped, or "
                    "another checkpoint's file)",
@@ -333,26 +317,26 @@ RNGSNAP_API int rngsnap_manifest_open(const char *dir, rngsnap_manifest **out,
     if (err && errlen)
         err[0] = 0;
     if (!out)
-        return say(err, errlen, RNGSNAP_E_INVALID,
+        return rs_say(err, errlen, RNGSNAP_E_INVALID,
                    "rngsnap_manifest_open: out is NULL");
     *out = NULL;
     if (!dir || !*dir)
-        return say(err, errlen, RNGSNAP_E_INVALID,
+        return rs_say(err, errlen, RNGSNAP_E_INVALID,
                    "rngsnap_manifest_open: no folder given");
     size_t dl = strlen(dir);
     char *path = malloc(dl + sizeof RS_MAN_FILE + 1);
     if (!path)
-        return say(err, errlen, RNGSNAP_E_NOMEM, "%s: out of memory", dir);
+        return rs_say(err, errlen, RNGSNAP_E_NOMEM, "%s: out of memory", dir);
     snprintf(path, dl + sizeof RS_MAN_FILE + 1, "%s/%s", dir, RS_MAN_FILE);
     uint8_t *buf;
     size_t len;
     char why[1024];
     int rc = rs_store_read(path, 0, &buf, &len, why, sizeof why);
     if (rc == RNGSNAP_E_IO)
-        say(err, errlen, rc, "%s: not a committed multi-rank checkpoint "
+        rs_say(err, errlen, rc, "%s: not a committed multi-rank checkpoint "
             "(%s)", dir, why);
     else if (rc)
-        say(err, errlen, rc, "%s", why);
+        rs_say(err, errlen, rc, "%s", why);
     else {
         rc = rs_man_decode(buf, len, path, dir, out, err, errlen);
         free(buf);
@@ -404,17 +388,17 @@ RNGSNAP_API int rngsnap_manifest_open_rank(const rngsnap_manifest *m,
     if (err && errlen)
         err[0] = 0;
     if (!out)
-        return say(err, errlen, RNGSNAP_E_INVALID,
+        return rs_say(err, errlen, RNGSNAP_E_INVALID,
                    "rngsnap_manifest_open_rank: out is NULL");
     *out = NULL;
     if (!m || rank < 0 || rank >= m->info.world_size)
-        return say(err, errlen, RNGSNAP_E_INVALID,
+        return rs_say(err, errlen, RNGSNAP_E_INVALID,
                    "rngsnap_manifest_open_rank: rank %d outside 0..%d", rank,
                    m ? (int)m->info.world_size - 1 : -1);
     size_t pl = strlen(m->dir) + strlen(m->ranks[rank].file) + 2;
     char *path = malloc(pl);
     if (!path)
-        return say(err, errlen, RNGSNAP_E_NOMEM, "out of memory");
+        return rs_say(err, errlen, RNGSNAP_E_NOMEM, "out of memory");
     snprintf(path, pl, "%s/%s", m->dir, m->ranks[rank].file);
     uint8_t *buf;
     size_t len;
@@ -431,7 +415,7 @@ RNGSNAP_API int rngsnap_manifest_open_rank(const rngsnap_manifest *m,
             && rngsnap_file_header_get(*out)->file_checksum != sum) {
             rngsnap_file_close(*out);
             *out = NULL;
-            rc = say(err, errlen, RNGSNAP_E_CORRUPT,
+            rc = rs_say(err, errlen, RNGSNAP_E_CORRUPT,
                      "%s (rank %d's file) changed while it was read", path,
                      rank);
         }

@@ -73,13 +73,9 @@ static int try_lock(int fd)
     return fcntl(fd, F_OFD_SETLK, &fl);
 }
 
-static int say(char *err, size_t errlen, int code, const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 4, 5)))
-#endif
-    ;
 
-static int say(char *err, size_t errlen, int code, const char *fmt, ...)
+/* Format a message into err (when given) and return code. */
+int rs_say(char *err, size_t errlen, int code, const char *fmt, ...)
 {
     if (err && errlen) {
         va_list ap;
@@ -324,7 +320,7 @@ static int fsync_dir(int dfd)
 static int not_durable(char *err, size_t errlen, const char *path,
                        const char *step, const char *what, int e)
 {
-    return say(err, errlen, RNGSNAP_E_DURABILITY,
+    return rs_say(err, errlen, RNGSNAP_E_DURABILITY,
                "%s: the new checkpoint is in place, but %s of %s failed: "
                "%s (that it survives a power loss is not confirmed)",
                path, step, what, strerror(e));
@@ -373,11 +369,11 @@ int rs_store_write(const struct rngsnap *lctx, const char *path,
     char dir[PATH_MAX], tmp[PATH_MAX];
     size_t base_off;
     if (!path || !*path || path[strlen(path) - 1] == '/')
-        return say(err, errlen, RNGSNAP_E_INVALID,
+        return rs_say(err, errlen, RNGSNAP_E_INVALID,
                    "checkpoint path \"%s\" does not name a file",
                    path ? path : "(null)");
     if (split_path(path, dir, sizeof dir, &base_off) != 0)
-        return say(err, errlen, RNGSNAP_E_INVALID,
+        return rs_say(err, errlen, RNGSNAP_E_INVALID,
                    "checkpoint path %s is too long", path);
     int sync = !(flags & RNGSNAP_SAVE_NO_SYNC);
     int dir_errno = 0, fd = -1, rc;
@@ -394,7 +390,7 @@ int rs_store_write(const struct rngsnap *lctx, const char *path,
      * what settles a race with another creator. */
     if (!(flags & RNGSNAP_SAVE_REPLACE)
         && fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
-        rc = say(err, errlen, RNGSNAP_E_EXISTS,
+        rc = rs_say(err, errlen, RNGSNAP_E_EXISTS,
                  "%s exists; pass RNGSNAP_SAVE_REPLACE to replace it", path);
         goto out;
     }
@@ -403,7 +399,7 @@ int rs_store_write(const struct rngsnap *lctx, const char *path,
 
     fd = open_temp(dfd, path, base_off, tmp, sizeof tmp);
     if (fd < 0) {
-        rc = say(err, errlen, RNGSNAP_E_IO,
+        rc = rs_say(err, errlen, RNGSNAP_E_IO,
                  "%s: cannot create a temporary file in %s: %s", path, dir,
                  strerror(errno));
         goto out;
@@ -435,7 +431,7 @@ int rs_store_write(const struct rngsnap *lctx, const char *path,
     } else if (rename_noreplace(dfd, tname, name) != 0) {
         if (errno == EEXIST) {
             unlinkat(dfd, tname, 0);
-            rc = say(err, errlen, RNGSNAP_E_EXISTS,
+            rc = rs_say(err, errlen, RNGSNAP_E_EXISTS,
                      "%s exists; pass RNGSNAP_SAVE_REPLACE to replace it",
                      path);
             goto out;
@@ -450,7 +446,7 @@ int rs_store_write(const struct rngsnap *lctx, const char *path,
 fail:;
     int saved = errno;
     unlinkat(dfd, tname, 0);
-    rc = say(err, errlen, RNGSNAP_E_IO,
+    rc = rs_say(err, errlen, RNGSNAP_E_IO,
              "%s: %s of temporary file %s failed: %s (previous file "
              "untouched)",
              path, step, tmp, strerror(saved));
@@ -504,7 +500,7 @@ static int read_all(int fd, const char *path, size_t want, uint8_t **p,
     while (want == 0 || *got < want) {
         if (*got == *cap) {
             if (*cap >= RS_FMT_FILE_MAX)
-                return say(err, errlen, RNGSNAP_E_CORRUPT,
+                return rs_say(err, errlen, RNGSNAP_E_CORRUPT,
                            "%s: more than the %zu bytes a checkpoint may "
                            "hold",
                            path, (size_t)RS_FMT_FILE_MAX);
@@ -512,7 +508,7 @@ static int read_all(int fd, const char *path, size_t want, uint8_t **p,
                                                      : RS_FMT_FILE_MAX;
             uint8_t *q = realloc(*p, ncap);
             if (!q)
-                return say(err, errlen, RNGSNAP_E_NOMEM,
+                return rs_say(err, errlen, RNGSNAP_E_NOMEM,
                            "%s: out of memory for %zu bytes", path, ncap);
             *p = q;
             *cap = ncap;
@@ -520,7 +516,7 @@ static int read_all(int fd, const char *path, size_t want, uint8_t **p,
         size_t ask = (want ? want : *cap) - *got;
         ssize_t r = read_some(fd, *p + *got, ask);
         if (r < 0)
-            return say(err, errlen, RNGSNAP_E_IO, "%s: read failed: %s",
+            return rs_say(err, errlen, RNGSNAP_E_IO, "%s: read failed: %s",
                        path, strerror(errno));
         if (r == 0)
             break; /* shorter than its size said: the decoder says so */
@@ -539,7 +535,7 @@ int rs_store_read(const char *path, size_t hint, uint8_t **buf, size_t *len,
     /* O_NONBLOCK: opening a FIFO must not wait for a writer. */
     int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
     if (fd < 0)
-        return say(err, errlen, RNGSNAP_E_IO, "%s: cannot open: %s", path,
+        return rs_say(err, errlen, RNGSNAP_E_IO, "%s: cannot open: %s", path,
                    strerror(errno));
     int rc;
     struct stat st;
@@ -548,17 +544,17 @@ int rs_store_read(const char *path, size_t hint, uint8_t **buf, size_t *len,
     /* Before any read: a FIFO with a writer, a device or a directory is
      * refused whatever it would have given. */
     if (fstat(fd, &st) != 0) {
-        rc = say(err, errlen, RNGSNAP_E_IO, "%s: cannot stat: %s", path,
+        rc = rs_say(err, errlen, RNGSNAP_E_IO, "%s: cannot stat: %s", path,
                  strerror(errno));
         goto out;
     }
     if (!S_ISREG(st.st_mode)) {
-        rc = say(err, errlen, RNGSNAP_E_IO, "%s: not a regular file (%s)",
+        rc = rs_say(err, errlen, RNGSNAP_E_IO, "%s: not a regular file (%s)",
                  path, file_kind(st.st_mode));
         goto out;
     }
     if ((uint64_t)st.st_size > RS_FMT_FILE_MAX) {
-        rc = say(err, errlen, RNGSNAP_E_CORRUPT,
+        rc = rs_say(err, errlen, RNGSNAP_E_CORRUPT,
                  "%s: %lld bytes, more than the %zu a checkpoint may hold",
                  path, (long long)st.st_size, (size_t)RS_FMT_FILE_MAX);
         goto out;
@@ -569,7 +565,7 @@ int rs_store_read(const char *path, size_t hint, uint8_t **buf, size_t *len,
     cap = want ? want : (hint && hint < RS_FMT_FILE_MAX ? hint : 4096);
     p = malloc(cap);
     if (!p) {
-        rc = say(err, errlen, RNGSNAP_E_NOMEM,
+        rc = rs_say(err, errlen, RNGSNAP_E_NOMEM,
                  "%s: out of memory for %zu bytes", path, cap);
         goto out;
     }

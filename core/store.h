@@ -23,6 +23,15 @@ struct rngsnap;
  * file is removed and the previous file at path is intact.  Failures
  * after it (open, fsync or close of the folder, close of the new file):
  * RNGSNAP_E_DURABILITY, the new file is in place. */
+/* Format a message into err[0..errlen) (when err is given) and return
+ * code: how store.c and manifest.c report to callers that own the
+ * buffer. */
+int rs_say(char *err, size_t errlen, int code, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 4, 5)))
+#endif
+    ;
+
 /* rs_store_write flag (beside the RNGSNAP_SAVE_* ones): path names a
  * file no earlier save can have written (a multi-rank save's rank file,
  * named by a fresh random id), so no stale temporary of it can exist and
