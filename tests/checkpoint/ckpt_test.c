@@ -16,6 +16,7 @@
 
 #include "clean_env.h"
 #include "context.h"
+#include "remove_tree.h"
 
 #ifndef MULTIDEV_DIR
 #error "MULTIDEV_DIR must be defined by the build"
@@ -67,26 +68,6 @@ const char *ct_setup_dir(void)
 
 int ct_have_cpu(void) { return have_cpu; }
 
-static void remove_tree(const char *dir)
-{
-    DIR *d = opendir(dir);
-    if (!d)
-        return;
-    struct dirent *e;
-    while ((e = readdir(d)) != NULL) {
-        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
-            continue;
-        char p[1024];
-        snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
-        struct stat st;
-        if (lstat(p, &st) == 0 && S_ISDIR(st.st_mode))
-            remove_tree(p);
-        else
-            unlink(p);
-    }
-    closedir(d);
-    rmdir(dir);
-}
 
 void ct_remove_dir(const char *dir)
 {

@@ -12,6 +12,7 @@
 
 #include "clean_env.h"
 #include "context.h"
+#include "remove_tree.h"
 
 #ifndef MULTIDEV_DIR
 #error "MULTIDEV_DIR must be defined by the build"
@@ -59,26 +60,6 @@ const char *rk_setup(void)
     return scratch;
 }
 
-void rk_remove_tree(const char *dir)
-{
-    DIR *d = opendir(dir);
-    if (!d)
-        return;
-    struct dirent *e;
-    while ((e = readdir(d)) != NULL) {
-        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
-            continue;
-        char p[1024];
-        snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
-        struct stat st;
-        if (lstat(p, &st) == 0 && S_ISDIR(st.st_mode))
-            rk_remove_tree(p);
-        else
-            unlink(p);
-    }
-    closedir(d);
-    rmdir(dir);
-}
 
 const char *rk_ini(const char *dir, const char *name, const char *body)
 {

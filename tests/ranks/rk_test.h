@@ -45,7 +45,6 @@
 
 /* Scratch folder with plugins/ (multidev, multidev2, cpu links). */
 const char *rk_setup(void);
-void rk_remove_tree(const char *dir);
 /* dir/name in a ring of static buffers. */
 const char *rk_path(const char *dir, const char *name);
 /* Write dir/name = "[rngsnap]\nplugin_dir = plugins\n" + body; returns

@@ -25,6 +25,7 @@
 
 #include "rk_test.h"
 #include "thread_comm.h"
+#include "remove_tree.h"
 
 #define NW 64      /* words drawn per stream to compare */
 #define MAXR 8
@@ -927,7 +928,7 @@ static void test_manifest_fields(void **state)
         assert_null(man);
         assert_non_null(strstr(err, "/MANIFEST: "));
     }
-    rk_remove_tree(dir);
+    remove_tree(dir);
 }
 
 /* ---- the communicator ----------------------------------------------------------- */
@@ -1019,7 +1020,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     (void)state;
-    rk_remove_tree(scratch);
+    remove_tree(scratch);
     return 0;
 }
 
