@@ -111,12 +111,15 @@ bash tests/cross/run-aarch64.sh $cross_opts "$crossdir" || echo "aarch64: stage 
 # The benchmark in its quick mode: figures for a person to compare run to
 # run (docs/performance.md); no thresholds.  It counts only if it fails to run.
 meson test -C "$builddir" --benchmark --verbose --logbase bench
-# The Python side by side (rngsnap.torch vs torch.save), quick mode, with
+# The Python side by sides (rngsnap.torch vs torch.save; each dist per
+# engine path vs NumPy's Philox), quick mode, with
 # the first interpreter that imports the built package; figures only.
 for py in /usr/bin/python3 python3; do
   if PYTHONPATH="$PWD/python:$builddir/python" "$py" -c 'import rngsnap.torch' 2>/dev/null; then
     PYTHONPATH="$PWD/python:$builddir/python" "$py" tests/bench/bench_python.py --quick \
       || echo "bench_python: failed"
+    PYTHONPATH="$PWD/python:$builddir/python" "$py" tests/bench/bench_numpy.py --quick \
+      || echo "bench_numpy: failed"
     break
   fi
 done
