@@ -44,6 +44,7 @@ typedef struct job {
     const rngsnap_comm *c;
     const char *op;  /* "save_ranks" or "load_ranks" */
     const char *dir;
+    int comm_broke;  /* a collective itself failed: ranks may disagree */
 } job;
 
 /* ---- the collective step ---------------------------------------------------- */
@@ -75,6 +76,7 @@ static int step(job *j, int rc, const void *payload, size_t plen,
     free(send);
     if (x != 0) {
         free(recv);
+        j->comm_broke = 1;
         return rs_error(j->ctx, RNGSNAP_E_BACKEND,
                         "%s %s: communicator allgather failed (returned %d)",
                         j->op, j->dir, x);
@@ -96,11 +98,13 @@ static int step(job *j, int rc, const void *payload, size_t plen,
     if (c->rank == first)
         snprintf(msg, sizeof msg, "%s", rngsnap_errmsg(j->ctx));
     x = c->broadcast(c->user, msg, sizeof msg, first);
-    if (x != 0)
+    if (x != 0) {
+        j->comm_broke = 1;
         return rs_error(j->ctx, RNGSNAP_E_BACKEND,
                         "%s %s: communicator broadcast failed (returned %d) "
                         "after rank %d failed with code %d",
                         j->op, j->dir, x, first, rc);
+    }
     msg[sizeof msg - 1] = 0; /* never trust a peer's bytes to end */
     if (rc < RNGSNAP_E_CONFIG || rc > RNGSNAP_E_DURABILITY)
         rc = RNGSNAP_E_BACKEND;
@@ -411,18 +415,35 @@ static int save_ranks_locked(job *j, unsigned flags)
     }
 
     /* Step 3: rank 0 commits; all learn how that went. */
+    int maybe_committed = 0;
     if (!rc) {
         int crc = RNGSNAP_OK;
         if (c->rank == 0)
             crc = commit_manifest(j, flags, id, recs, apps_all, maxapps,
                                   mine);
+        j->comm_broke = 0;
         rc = step(j, crc, NULL, 0, NULL);
         if (rc == RNGSNAP_OK && c->rank == 0)
             clean_folder(j, hex);
+        /* DURABILITY: the manifest naming this rank's file is in place.
+         * A collective that failed here hides rank 0's outcome, and rank
+         * 0 may have renamed the manifest: keep the file (the next
+         * save's clean_folder removes it if it was not committed). */
+        maybe_committed = rc == RNGSNAP_E_DURABILITY
+                          || (c->rank == 0 ? crc == RNGSNAP_OK
+                                                 || crc == RNGSNAP_E_DURABILITY
+                                           : j->comm_broke);
+        if (rc && maybe_committed && rc != RNGSNAP_E_DURABILITY) {
+            char keep[RS_ERRMSG_MAX];
+            snprintf(keep, sizeof keep, "%s", rngsnap_errmsg(ctx));
+            rs_error(ctx, rc, "%s; rank 0 %s the manifest of checkpoint %s, "
+                     "so rank %d keeps its file",
+                     keep, c->rank == 0 ? "committed" : "may have committed",
+                     hex, c->rank);
+        }
     }
-    /* Not committed: this rank's new file is nobody's.  (DURABILITY: the
-     * manifest naming it is in place.) */
-    if (rc && rc != RNGSNAP_E_DURABILITY && written)
+    /* Not committed: this rank's new file is nobody's. */
+    if (rc && !maybe_committed && written)
         unlink(path);
     free(pay);
     free(apps_all);
@@ -441,7 +462,7 @@ RNGSNAP_API int rngsnap_save_ranks(rngsnap *ctx, const rngsnap_comm *comm,
     rs_ctx_lock(ctx);
     int rc = comm_usable(ctx, comm, "save_ranks");
     if (!rc) {
-        job j = {ctx, comm, "save_ranks", dir ? dir : ""};
+        job j = {ctx, comm, "save_ranks", dir ? dir : "", 0};
         rc = save_ranks_locked(&j, flags);
     }
     rs_ctx_unlock(ctx);
@@ -666,7 +687,7 @@ RNGSNAP_API int rngsnap_load_ranks(rngsnap *ctx, const rngsnap_comm *comm,
     rs_ctx_lock(ctx);
     int rc = comm_usable(ctx, comm, "load_ranks");
     if (!rc) {
-        job j = {ctx, comm, "load_ranks", dir ? dir : ""};
+        job j = {ctx, comm, "load_ranks", dir ? dir : "", 0};
         rc = load_ranks_locked(&j, flags);
     }
     rs_ctx_unlock(ctx);

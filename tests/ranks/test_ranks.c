@@ -330,6 +330,31 @@ static void test_failed_save_keeps_previous(void **state)
     world_free(&w);
 }
 
+/* The communicator fails in the last step, after rank 0 renamed the new
+ * manifest into place: no rank can tell whether the commit happened, so
+ * no rank may remove its new file (the committed manifest names it). */
+static void test_comm_fails_after_commit(void **state)
+{
+    (void)state;
+    char dir[600], id1[33], id2[33];
+    snprintf(dir, sizeof dir, "%s/lost-step", scratch);
+    world w = {.ini = {mixed_ini}, .dir = dir, .seed = 25};
+    assert_int_equal(thread_comm_run(2, body_save, &w), 0);
+    manifest_id(dir, id1);
+    /* collectives: id (0), records (1), app hashes (2), commit (3) */
+    world f = {.ini = {mixed_ini}, .dir = dir, .seed = 26,
+               .flags = RNGSNAP_SAVE_REPLACE, .expect = RNGSNAP_E_BACKEND,
+               .msg = "communicator allgather failed (returned 44)"};
+    thread_comm_fail(3, 44);
+    assert_int_equal(thread_comm_run(2, body_save, &f), 0);
+    manifest_id(dir, id2);
+    assert_string_not_equal(id1, id2); /* the commit did happen */
+    /* ... and the checkpoint it committed loads in full */
+    assert_int_equal(thread_comm_run(2, body_resume, &f), 0);
+    world_free(&w);
+    world_free(&f);
+}
+
 /* ---- a load that fails on one rank changes no rank ------------------------- */
 
 /* Seed, draw, note every state; the load must fail with w->expect and
@@ -1034,6 +1059,7 @@ int main(void)
         cmocka_unit_test(test_cleanup_and_order),
         cmocka_unit_test(test_exists_and_replace),
         cmocka_unit_test(test_failed_save_keeps_previous),
+        cmocka_unit_test(test_comm_fails_after_commit),
         cmocka_unit_test(test_load_failures),
         cmocka_unit_test(test_world_size_and_fork),
         cmocka_unit_test(test_forked_from),
