@@ -834,7 +834,7 @@ static void test_corrupt_manifest(void **state)
 
 /* A manifest built by hand from docs/format.md. */
 typedef struct mb {
-    uint8_t b[4096];
+    uint8_t *b; /* room enough: the caller's */
     size_t n;
 } mb;
 
@@ -922,7 +922,8 @@ static void test_manifest_fields(void **state)
     const char *path = rk_path(dir, "MANIFEST");
     char p[700];
     snprintf(p, sizeof p, "%s", path);
-    mb m;
+    uint8_t space[4096];
+    mb m = {space, 0};
     /* the unspoilt one is read, field by field */
     hand_manifest(&m, 0);
     rk_write(p, m.b, m.n);
@@ -953,6 +954,67 @@ static void test_manifest_fields(void **state)
         assert_null(man);
         assert_non_null(strstr(err, "/MANIFEST: "));
     }
+    remove_tree(dir);
+}
+
+/* The most app records a manifest may hold, with names of the longest
+ * length that differ only in their last bytes: read whole (and fast: the
+ * figure is printed), and a repeat of the first name as the last record
+ * is found.  Pairwise comparison took 62 s here on every loading rank. */
+static void test_manifest_many_apps(void **state)
+{
+    (void)state;
+    const uint32_t n = 65536;
+    char dir[600], err[1024], name[300];
+    snprintf(dir, sizeof dir, "%s/many-apps", scratch);
+    assert_int_equal(mkdir(dir, 0755), 0);
+    size_t cap = 200 + (size_t)n * (2 + 255 + 9);
+    mb room = {malloc(cap), 0}, *m = &room;
+    assert_non_null(m->b);
+    for (int dup = 0; dup < 2; dup++) {
+        m->n = 0;
+        memcpy(m->b, "RSNPMAN", 8);
+        m->n = 8;
+        put(m, 1, 4);
+        put(m, 1, 4);
+        put(m, 1700000000, 8);
+        memcpy(m->b + m->n, hand_id, 16);
+        m->n += 16;
+        memset(m->b + m->n, 0, 16);
+        m->n += 16;
+        put(m, n, 4);
+        put_name(m, "rank-00000." HAND_HEX ".rngsnap", 51);
+        put(m, 1000, 8);
+        put(m, 0x1234, 8);
+        for (uint32_t i = 0; i < n; i++) {
+            memset(name, 'x', 255);
+            snprintf(name + 249, 7, "%06u", dup && i == n - 1 ? 0 : i);
+            put_name(m, name, 255);
+            put(m, i, 8);
+            put(m, 1, 1);
+        }
+        put(m, XXH3_64bits(m->b, m->n), 8);
+        rk_write(rk_path(dir, "MANIFEST"), m->b, m->n);
+        struct timespec t0, t1;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        rngsnap_manifest *man = NULL;
+        int rc = rngsnap_manifest_open(dir, &man, err, sizeof err);
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        printf("# manifest of %u app records (%zu bytes)%s: read in %.3f s\n",
+               n, m->n, dup ? ", one repeated" : "",
+               (double)(t1.tv_sec - t0.tv_sec)
+                   + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9);
+        if (!dup) {
+            assert_int_equal(rc, 0);
+            assert_int_equal(rngsnap_manifest_info_get(man)->app_count, n);
+            rngsnap_manifest_close(man);
+        } else {
+            assert_int_equal(rc, RNGSNAP_E_CORRUPT);
+            assert_null(man);
+            assert_non_null(strstr(err, "xxxxx000000 recorded twice"));
+        }
+    }
+    free(m->b);
     remove_tree(dir);
 }
 
@@ -1065,6 +1127,7 @@ int main(void)
         cmocka_unit_test(test_forked_from),
         cmocka_unit_test(test_corrupt_manifest),
         cmocka_unit_test(test_manifest_fields),
+        cmocka_unit_test(test_manifest_many_apps),
         cmocka_unit_test(test_comm_checks),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
