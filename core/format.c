@@ -513,18 +513,31 @@ RNGSNAP_API int rngsnap_file_open(const char *path, rngsnap_file **out,
             snprintf(err, errlen, "rngsnap_file_open: path is NULL");
         return RNGSNAP_E_INVALID;
     }
+    uint8_t *buf;
+    size_t len;
+    int rc = rs_store_read(path, 0, &buf, &len, err, errlen);
+    if (rc != RNGSNAP_OK)
+        return rc;
+    return rs_fmt_file_adopt(buf, len, path, out, err, errlen);
+}
+
+int rs_fmt_file_adopt(uint8_t *buf, size_t len, const char *what,
+                      rngsnap_file **out, char *err, size_t errlen)
+{
+    *out = NULL;
     rngsnap_file *f = calloc(1, sizeof *f);
     if (!f) {
+        free(buf);
         if (err && errlen)
-            snprintf(err, errlen, "%s: out of memory", path);
+            snprintf(err, errlen, "%s: out of memory", what);
         return RNGSNAP_E_NOMEM;
     }
-    int rc = rs_store_read(path, 0, &f->buf, &f->len, err, errlen);
-    if (rc == RNGSNAP_OK)
-        rc = rs_fmt_decode(f->buf, f->len, path, RS_FMT_CHECK_DUPLICATES,
-                           &f->view, err, errlen);
+    f->buf = buf;
+    f->len = len;
+    int rc = rs_fmt_decode(buf, len, what, RS_FMT_CHECK_DUPLICATES, &f->view,
+                           err, errlen);
     if (rc != RNGSNAP_OK) {
-        free(f->buf);
+        free(buf);
         free(f);
         return rc;
     }

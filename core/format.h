@@ -84,6 +84,14 @@ int rs_fmt_decode(const uint8_t *buf, size_t len, const char *what,
                   unsigned flags, rs_fmt_view *v, char *err, size_t errlen);
 void rs_fmt_view_free(rs_fmt_view *v);
 
+/* The public reader's object (rngsnap_file_open) from bytes the caller
+ * already read and checked: buf (malloc'd) is taken over, kept by *out
+ * or freed on failure, so a file is read once (rngsnap_manifest_open_rank
+ * checks its bytes against the manifest first).  Decoded as
+ * rngsnap_file_open decodes, what naming it in messages. */
+int rs_fmt_file_adopt(uint8_t *buf, size_t len, const char *what,
+                      rngsnap_file **out, char *err, size_t errlen);
+
 /* "cpu:0/dropout" or "app state progress" into out, for messages. */
 void rs_fmt_section_label(const rngsnap_file_section *s, char *out,
                           size_t outlen);

@@ -412,9 +412,8 @@ rngsnap_manifest_app_at(const rngsnap_manifest *m, size_t i)
     return &m->apps[i];
 }
 
-/* Read and check the bytes once, then decode through rngsnap_file_open
- * (format.c owns rngsnap_file), binding that second read to the checked
- * bytes by the whole-file checksum their trailer carries. */
+/* Read the bytes once, check them against the record, and decode those
+ * same bytes (format.c takes the buffer over). */
 RNGSNAP_API int rngsnap_manifest_open_rank(const rngsnap_manifest *m,
                                            int rank, rngsnap_file **out,
                                            char *err, size_t errlen)
@@ -440,19 +439,10 @@ RNGSNAP_API int rngsnap_manifest_open_rank(const rngsnap_manifest *m,
                            err, errlen);
     if (rc == RNGSNAP_OK) {
         rc = rs_man_check_rank(m, rank, path, buf, len, err, errlen);
-        /* len >= 88 once checked against the record */
-        uint64_t sum = rc == RNGSNAP_OK ? get64(buf + len - 8) : 0;
-        free(buf);
         if (rc == RNGSNAP_OK)
-            rc = rngsnap_file_open(path, out, err, errlen);
-        if (rc == RNGSNAP_OK
-            && rngsnap_file_header_get(*out)->file_checksum != sum) {
-            rngsnap_file_close(*out);
-            *out = NULL;
-            rc = rs_say(err, errlen, RNGSNAP_E_CORRUPT,
-                     "%s (rank %d's file) changed while it was read", path,
-                     rank);
-        }
+            rc = rs_fmt_file_adopt(buf, len, path, out, err, errlen);
+        else
+            free(buf);
     }
     free(path);
     return rc;
