@@ -37,6 +37,8 @@
 /* Stale temporaries of rank files older than this belong to no save. */
 #define TMP_GRACE_S 60
 #define FORK_TAG "rngsnap-fork-v1" /* 16 bytes with its NUL */
+/* Bytes of a step kept on the stack: 28-byte records of 145 ranks. */
+#define STEP_STACK 4096u
 
 /* One collective call in progress. */
 typedef struct job {
@@ -45,6 +47,8 @@ typedef struct job {
     const char *op;  /* "save_ranks" or "load_ranks" */
     const char *dir;
     int comm_broke;  /* a collective itself failed: ranks may disagree */
+    char old_hex[2 * RS_MAN_ID_SIZE + 1]; /* save, rank 0: the id of the
+                                              manifest it replaces, or "" */
 } job;
 
 /* ---- the collective step ---------------------------------------------------- */
@@ -58,13 +62,23 @@ static int step(job *j, int rc, const void *payload, size_t plen,
 {
     const rngsnap_comm *c = j->c;
     size_t rec = 4 + plen, n = (size_t)c->size;
-    uint8_t *send = malloc(rec), *recv = malloc(rec * n);
-    if (!send || !recv) {
-        free(send);
-        free(recv);
-        return rs_error(j->ctx, RNGSNAP_E_NOMEM,
-                        "%s %s: out of memory for the collective step",
-                        j->op, j->dir);
+    /* A small job's step allocates nothing, so it cannot fail to take
+     * part.  A rank that cannot allocate a bigger one returns alone and
+     * leaves the others waiting, like a failing collective (documented:
+     * the job must then abort). */
+    uint8_t small[STEP_STACK], *send = small, *recv = small + rec;
+    int heap = rec * (n + 1) > sizeof small;
+    if (heap) {
+        send = malloc(rec);
+        recv = malloc(rec * n);
+        if (!send || !recv) {
+            free(send);
+            free(recv);
+            return rs_error(j->ctx, RNGSNAP_E_NOMEM,
+                            "%s %s: out of memory for the collective step "
+                            "(%zu bytes); the other ranks cannot go on",
+                            j->op, j->dir, rec * (n + 1));
+        }
     }
     int32_t code = rc;
     memcpy(send, &code, 4);
@@ -73,9 +87,11 @@ static int step(job *j, int rc, const void *payload, size_t plen,
     else if (plen) /* a rank that could not build its payload */
         memset(send + 4, 0, plen);
     int x = c->allgather(c->user, send, recv, rec);
-    free(send);
+    if (heap)
+        free(send);
     if (x != 0) {
-        free(recv);
+        if (heap)
+            free(recv);
         j->comm_broke = 1;
         return rs_error(j->ctx, RNGSNAP_E_BACKEND,
                         "%s %s: communicator allgather failed (returned %d)",
@@ -91,7 +107,8 @@ static int step(job *j, int rc, const void *payload, size_t plen,
             rc = code;
         }
     }
-    free(recv);
+    if (heap)
+        free(recv);
     if (first < 0)
         return RNGSNAP_OK;
     char msg[RS_ERRMSG_MAX];
@@ -127,6 +144,13 @@ static int comm_usable(struct rngsnap *ctx, const rngsnap_comm *c,
                         "broadcast, or has rank %d outside 0..size-1 "
                         "(size %d)",
                         op, c ? c->rank : -1, c ? c->size : 0);
+    /* Every rank has the same size, so every rank refuses alike, before
+     * any collective (and before a step sized by it). */
+    if (c->size > RS_MAN_WORLD_MAX)
+        return rs_error(ctx, RNGSNAP_E_INVALID,
+                        "%s: a communicator of %d ranks; a manifest records "
+                        "at most %d (nothing collective ran)",
+                        op, c->size, RS_MAN_WORLD_MAX);
     return RNGSNAP_OK;
 }
 
@@ -161,6 +185,24 @@ static char *join(const char *dir, const char *name)
 
 /* ---- save ---------------------------------------------------------------- */
 
+/* The id of the manifest a REPLACE save replaces: after the commit its
+ * files are nobody's and go at once.  Unreadable or damaged: its files
+ * are left to the age rule of clean_folder. */
+static void note_replaced(job *j, const char *mpath)
+{
+    uint8_t *buf;
+    size_t len;
+    char err[RS_ERRMSG_MAX];
+    struct rngsnap_manifest *m;
+    if (rs_store_read(mpath, 0, &buf, &len, err, sizeof err) != 0)
+        return;
+    if (rs_man_decode(buf, len, mpath, j->dir, &m, err, sizeof err) == 0) {
+        memcpy(j->old_hex, m->info.id, sizeof j->old_hex);
+        rngsnap_manifest_close(m);
+    }
+    free(buf);
+}
+
 /* Rank 0, before anything is written: the folder exists (one level is
  * created), it holds no committed checkpoint unless REPLACE, and a new
  * checkpoint id. */
@@ -186,6 +228,8 @@ static int prepare_dir(job *j, unsigned flags, uint8_t id[RS_MAN_ID_SIZE])
                           "%s %s: %s exists (a committed checkpoint); pass "
                           "RNGSNAP_SAVE_REPLACE to replace it",
                           j->op, j->dir, mpath);
+        else
+            note_replaced(j, mpath);
     } else if (errno != ENOENT) {
         rc = rs_error(ctx, RNGSNAP_E_IO, "%s %s: cannot stat %s: %s", j->op,
                       j->dir, mpath, strerror(errno));
@@ -216,10 +260,12 @@ static int is_rank_file(const char *n)
     return strcmp(p, ".rngsnap") == 0;
 }
 
-/* Rank 0, after the commit: remove rank files that the new manifest
- * does not name (older checkpoints, saves that never committed) and
- * temporaries of rank files that no live save has touched for a while.
- * Only names of these two shapes are ever removed. */
+/* Rank 0, after the commit: remove the rank files of the manifest it
+ * replaced, and rank files and their temporaries that no save has
+ * touched for TMP_GRACE_S (saves that never committed).  A young rank
+ * file of another id may be another job's, about to be committed (two
+ * jobs in one folder are not supported, but must not end in a manifest
+ * naming removed files).  Only names of these shapes are ever removed. */
 static void clean_folder(job *j, const char *keep_hex)
 {
     DIR *d = opendir(j->dir);
@@ -231,9 +277,12 @@ static void clean_folder(job *j, const char *keep_hex)
         const char *n = e->d_name;
         if (strstr(n, keep_hex))
             continue;
-        int stale = is_rank_file(n);
-        if (!stale && n[0] == '.' && strncmp(n + 1, "rank-", 5) == 0
-            && strstr(n, ".rngsnap.tmp-")) {
+        int rank_file = is_rank_file(n), stale = 0;
+        if (rank_file && j->old_hex[0] && strstr(n, j->old_hex))
+            stale = 1;
+        else if (rank_file
+                 || (n[0] == '.' && strncmp(n + 1, "rank-", 5) == 0
+                     && strstr(n, ".rngsnap.tmp-"))) {
             struct stat st;
             stale = fstatat(dirfd(d), n, &st, AT_SYMLINK_NOFOLLOW) == 0
                     && S_ISREG(st.st_mode)
@@ -281,14 +330,17 @@ static int commit_manifest(job *j, unsigned flags,
         ranks[r].checksum = recs[r].sum;
     }
     /* An app state is the same on all ranks when every rank has one of
-     * that name (hash) with the same bytes (hash) as rank 0. */
+     * that name (hash) with the same bytes (hash) as rank 0.  Ranks
+     * normally register alike: the same place is tried first, so the
+     * search is linear only on a miss. */
     for (size_t i = 0; i < ctx->napps; i++) {
         apps[i].name = ctx->apps[i].name;
         apps[i].checksum = mine[2 * i + 1];
         int same = 1;
         for (int r = 1; r < n && same; r++) {
             const uint64_t *l = apps_all + (size_t)r * 2 * maxapps;
-            int found = 0;
+            int found = i < recs[r].napps && l[2 * i] == mine[2 * i]
+                        && l[2 * i + 1] == mine[2 * i + 1];
             for (uint32_t k = 0; k < recs[r].napps && !found; k++)
                 found = l[2 * k] == mine[2 * i]
                         && l[2 * k + 1] == mine[2 * i + 1];
@@ -462,7 +514,7 @@ RNGSNAP_API int rngsnap_save_ranks(rngsnap *ctx, const rngsnap_comm *comm,
     rs_ctx_lock(ctx);
     int rc = comm_usable(ctx, comm, "save_ranks");
     if (!rc) {
-        job j = {ctx, comm, "save_ranks", dir ? dir : "", 0};
+        job j = {ctx, comm, "save_ranks", dir ? dir : "", 0, ""};
         rc = save_ranks_locked(&j, flags);
     }
     rs_ctx_unlock(ctx);
@@ -515,6 +567,8 @@ static int fork_plan(job *j, const struct rngsnap_manifest *m,
     for (size_t i = 0; i < ctx->napps; i++) {
         const char *n = ctx->apps[i].name;
         const rngsnap_manifest_app *a = NULL;
+        if (i < m->info.app_count && strcmp(m->apps[i].name, n) == 0)
+            a = &m->apps[i]; /* registered as the saving job did */
         for (size_t k = 0; k < m->info.app_count && !a; k++)
             if (strcmp(m->apps[k].name, n) == 0)
                 a = &m->apps[k];
@@ -687,7 +741,7 @@ RNGSNAP_API int rngsnap_load_ranks(rngsnap *ctx, const rngsnap_comm *comm,
     rs_ctx_lock(ctx);
     int rc = comm_usable(ctx, comm, "load_ranks");
     if (!rc) {
-        job j = {ctx, comm, "load_ranks", dir ? dir : "", 0};
+        job j = {ctx, comm, "load_ranks", dir ? dir : "", 0, ""};
         rc = load_ranks_locked(&j, flags);
     }
     rs_ctx_unlock(ctx);

@@ -282,7 +282,11 @@ static void test_cleanup_and_order(void **state)
     assert_int_equal(thread_comm_run(2, body_save, &w), 0);
     manifest_id(dir, id);
     /* what killed saves leave (a rank file of an id never committed, a
-     * rank temporary untouched for long), and a user's own files */
+     * rank temporary, both untouched for long), what a save in progress
+     * may have written (young ones: kept), and a user's own files */
+    char young[700];
+    snprintf(young, sizeof young, "%s", rk_path(dir, "rank-00001.fedcba9876543210fedcba9876543210.rngsnap"));
+    rk_write(young, "x", 1);
     const char *junk = rk_path(dir, "rank-00001.0123456789abcdef0123456789abcdef.rngsnap");
     const char *tmp_old = rk_path(dir, ".rank-00000.0123456789abcdef0123456789abcdef.rngsnap.tmp-1-2-3");
     const char *tmp_new = rk_path(dir, ".rank-00000.00000000000000000000000000000000.rngsnap.tmp-4-5-6");
@@ -300,15 +304,18 @@ static void test_cleanup_and_order(void **state)
     rk_write(keep2, "x", 1);
     struct timespec t[2] = {{.tv_sec = 1000}, {.tv_sec = 1000}};
     assert_int_equal(utimensat(AT_FDCWD, old_c, t, 0), 0);
+    assert_int_equal(utimensat(AT_FDCWD, junk_c, t, 0), 0);
     w.flags = RNGSNAP_SAVE_REPLACE | RNGSNAP_SAVE_NO_SYNC;
     assert_int_equal(thread_comm_run(2, body_save, &w), 0);
     assert_int_equal(access(junk_c, F_OK), -1);
     assert_int_equal(access(old_c, F_OK), -1);
     assert_int_equal(access(new_c, F_OK), 0); /* may be a live save's */
+    assert_int_equal(access(young, F_OK), 0);
     assert_int_equal(access(keep1, F_OK), 0);
     assert_int_equal(access(keep2, F_OK), 0);
-    /* 2 rank files, the manifest, the young temporary, the user's 2 */
-    assert_int_equal(rk_count(dir), 6);
+    /* 2 rank files, the manifest, the young temporary and rank file, the
+     * user's 2; the previous checkpoint's 2 files are gone */
+    assert_int_equal(rk_count(dir), 7);
     assert_int_equal(thread_comm_run(2, body_resume, &w), 0);
     assert_int_equal(thread_comm_run(2, body_resume_order, &w), 0);
     world_free(&w);
@@ -376,6 +383,67 @@ static void test_comm_fails_after_commit(void **state)
     assert_int_equal(thread_comm_run(2, body_resume, &f), 0);
     world_free(&w);
     world_free(&f);
+}
+
+/* Two jobs saving into one folder at once (not supported, docs say so,
+ * but it must not leave a commit naming removed files): job B's ranks
+ * have written their files; before B commits, job A saves the folder
+ * whole (REPLACE).  A's clean-up must not remove B's young files, so
+ * that B's commit, renamed last, loads in full. */
+typedef struct hooked {
+    const rngsnap_comm *inner;
+    int calls;
+    world *other; /* saved by rank 0 at its third collective */
+} hooked;
+
+static int hooked_allgather(void *u, const void *s, void *r, size_t l)
+{
+    hooked *h = u;
+    if (h->calls++ == 2 && h->inner->rank == 0 && h->other)
+        (void)thread_comm_run(2, body_save, h->other);
+    return h->inner->allgather(h->inner->user, s, r, l);
+}
+
+static int hooked_broadcast(void *u, void *b, size_t l, int root)
+{
+    hooked *h = u;
+    h->calls++;
+    return h->inner->broadcast(h->inner->user, b, l, root);
+}
+
+typedef struct two_jobs {
+    world *b, *a;
+} two_jobs;
+
+static int body_save_hooked(int rank, const rngsnap_comm *c, void *arg)
+{
+    two_jobs *t = arg;
+    hooked h = {c, 0, t->a};
+    rngsnap_comm mine = *c;
+    mine.user = &h;
+    mine.allgather = hooked_allgather;
+    mine.broadcast = hooked_broadcast;
+    return body_save(rank, &mine, t->b);
+}
+
+static void test_two_jobs_one_folder(void **state)
+{
+    (void)state;
+    char dir[600];
+    snprintf(dir, sizeof dir, "%s/two-jobs", scratch);
+    world o = {.ini = {mixed_ini}, .dir = dir, .seed = 27};
+    assert_int_equal(thread_comm_run(2, body_save, &o), 0);
+    world a = {.ini = {mixed_ini}, .dir = dir, .seed = 28,
+               .flags = RNGSNAP_SAVE_REPLACE};
+    world b = {.ini = {mixed_ini}, .dir = dir, .seed = 29,
+               .flags = RNGSNAP_SAVE_REPLACE};
+    two_jobs t = {&b, &a};
+    assert_int_equal(thread_comm_run(2, body_save_hooked, &t), 0);
+    /* B renamed its manifest last: B's checkpoint is the one, whole */
+    assert_int_equal(thread_comm_run(2, body_resume, &b), 0);
+    world_free(&o);
+    world_free(&a);
+    world_free(&b);
 }
 
 /* ---- a load that fails on one rank changes no rank ------------------------- */
@@ -1165,6 +1233,21 @@ static int no_allgather(void *u, const void *s, void *r, size_t l)
     return 0;
 }
 
+static int collectives_called;
+static int counting_allgather(void *u, const void *s, void *r, size_t l)
+{
+    (void)u, (void)s, (void)r, (void)l;
+    collectives_called++;
+    return 1;
+}
+
+static int counting_broadcast(void *u, void *b, size_t l, int root)
+{
+    (void)u, (void)b, (void)l, (void)root;
+    collectives_called++;
+    return 1;
+}
+
 static void test_comm_checks(void **state)
 {
     (void)state;
@@ -1195,6 +1278,20 @@ static void test_comm_checks(void **state)
                      RNGSNAP_E_INVALID);
     assert_int_equal(rngsnap_load_ranks(ctx, NULL, dir, 0),
                      RNGSNAP_E_INVALID);
+    /* more ranks than a manifest records: every rank refuses alike,
+     * before any collective (and before sizing a step by them) */
+    rngsnap_comm huge = {.rank = 0, .size = (1 << 20) + 1,
+                         .allgather = counting_allgather,
+                         .broadcast = counting_broadcast};
+    collectives_called = 0;
+    assert_int_equal(rngsnap_save_ranks(ctx, &huge, dir, 0),
+                     RNGSNAP_E_INVALID);
+    assert_non_null(strstr(rngsnap_errmsg(ctx), "a communicator of 1048577 "
+                                                "ranks; a manifest records "
+                                                "at most 1048576"));
+    assert_int_equal(rngsnap_load_ranks(ctx, &huge, dir, 0),
+                     RNGSNAP_E_INVALID);
+    assert_int_equal(collectives_called, 0);
     /* an adapter that could not make a communicator says why */
     rngsnap_comm none = {.unusable = "the launcher gave no group"};
     assert_int_equal(rngsnap_save_ranks(ctx, &none, dir, 0),
@@ -1242,6 +1339,7 @@ int main(void)
         cmocka_unit_test(test_exists_and_replace),
         cmocka_unit_test(test_failed_save_keeps_previous),
         cmocka_unit_test(test_comm_fails_after_commit),
+        cmocka_unit_test(test_two_jobs_one_folder),
         cmocka_unit_test(test_load_failures),
         cmocka_unit_test(test_world_size_and_fork),
         cmocka_unit_test(test_forked_from),
