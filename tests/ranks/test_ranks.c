@@ -1043,6 +1043,9 @@ static const uint8_t hand_id[16] = {0xab, 1, 2, 3, 4, 5, 6, 7,
                                     8, 9, 10, 11, 12, 13, 14, 0xcd};
 #define HAND_HEX "ab0102030405060708090a0b0c0d0ecd"
 
+/* XXH3-64 that the hand-made manifest records for each rank file. */
+static uint64_t hand_sum = 0x1234;
+
 /* kind: which field to spoil (0: none). */
 static void hand_manifest(mb *m, int kind)
 {
@@ -1071,7 +1074,7 @@ static void hand_manifest(mb *m, int kind)
                      "rank-00001.00000000000000000000000000000000.rngsnap");
         put_name(m, name, kind == 8 && r == 1 ? 200 : strlen(name));
         put(m, kind == 9 ? 10 : 1000, 8);
-        put(m, 0x1234, 8);
+        put(m, hand_sum, 8);
     }
     put_name(m, kind == 10 ? "pro\0gress" : "progress",
              kind == 10 ? 9 : 8);
@@ -1131,6 +1134,25 @@ static void test_manifest_fields(void **state)
                      RNGSNAP_E_IO);
     assert_null(f);
     rngsnap_manifest_close(man);
+    /* a rank file the manifest vouches for (size, XXH3) that is no
+     * checkpoint: decoded from the bytes read once, refused, freed */
+    uint8_t junk[1000];
+    memset(junk, 0x5a, sizeof junk);
+    char jp[800];
+    snprintf(jp, sizeof jp, "%s/rank-00001." HAND_HEX ".rngsnap", dir);
+    rk_write(jp, junk, sizeof junk);
+    hand_sum = XXH3_64bits(junk, sizeof junk);
+    hand_manifest(&m, 0);
+    hand_sum = 0x1234;
+    rk_write(p, m.b, m.n);
+    assert_int_equal(rngsnap_manifest_open(dir, &man, err, sizeof err), 0);
+    assert_int_equal(rngsnap_manifest_open_rank(man, 1, &f, err, sizeof err),
+                     RNGSNAP_E_CORRUPT);
+    assert_null(f);
+    assert_non_null(strstr(err, "rank-00001." HAND_HEX ".rngsnap: not an "
+                                "rngsnap checkpoint (bad magic)"));
+    rngsnap_manifest_close(man);
+    unlink(jp);
     for (int k = 1; k < (int)(sizeof why / sizeof why[0]); k++) {
         hand_manifest(&m, k);
         rk_write(p, m.b, m.n);
