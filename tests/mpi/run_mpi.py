@@ -34,6 +34,12 @@ if os.geteuid() == 0:  # Open MPI refuses root without these
     env["OMPI_ALLOW_RUN_AS_ROOT"] = "1"
     env["OMPI_ALLOW_RUN_AS_ROOT_CONFIRM"] = "1"
 tmp = tempfile.mkdtemp(prefix="rngsnap-mpi-")
+# Open MPI keeps its session folder under TMPDIR (/tmp/ompi.<host>.<uid>
+# by default); two scenarios' mpiruns starting at once (meson runs tests
+# in parallel) can race creating it ("File exists"), so each scenario
+# gets its own.
+env["TMPDIR"] = os.path.join(tmp, "ompi-session")
+os.mkdir(env["TMPDIR"])
 failures = []
 runs = 0
 
