@@ -103,12 +103,7 @@ static PyObject *ranks_call(rsp_context *c, PyObject *args, int save)
     Py_END_ALLOW_THREADS
     rsp_file_call_end(c);
     Py_DECREF(path);
-    for (size_t i = 0; i < c->napps; i++)
-        Py_CLEAR(c->apps[i]->cached);
-    if (rc)
-        return rsp_raise(c, rc);
-    rsp_drop_pending(c);
-    Py_RETURN_NONE;
+    return rsp_file_call_result(c, rc);
 }
 
 PyObject *rsp_save_ranks(rsp_context *c, PyObject *args, PyObject *kw)

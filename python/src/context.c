@@ -68,28 +68,28 @@ static int ctx_init(rsp_context *self, PyObject *args, PyObject *kw)
 
 static void free_apps(rsp_context *self)
 {
-    for (size_t i = 0; i < self->napps; i++)
-        rsp_app_free(self->apps[i]);
-    PyMem_Free(self->apps);
-    self->apps = NULL;
-    self->napps = 0;
+    while (self->apps) {
+        rsp_app *a = self->apps;
+        self->apps = a->next;
+        rsp_app_free(a);
+    }
 }
 
 static int ctx_traverse(rsp_context *self, visitproc visit, void *arg)
 {
-    for (size_t i = 0; i < self->napps; i++) {
-        Py_VISIT(self->apps[i]->save);
-        Py_VISIT(self->apps[i]->load);
+    for (rsp_app *a = self->apps; a; a = a->next) {
+        Py_VISIT(a->save);
+        Py_VISIT(a->load);
     }
     return 0;
 }
 
 static int ctx_clear(rsp_context *self)
 {
-    for (size_t i = 0; i < self->napps; i++) {
-        Py_CLEAR(self->apps[i]->save);
-        Py_CLEAR(self->apps[i]->load);
-        Py_CLEAR(self->apps[i]->cached);
+    for (rsp_app *a = self->apps; a; a = a->next) {
+        Py_CLEAR(a->save);
+        Py_CLEAR(a->load);
+        Py_CLEAR(a->cached);
     }
     rsp_drop_pending(self);
     return 0;
@@ -108,6 +108,9 @@ static void ctx_dealloc(rsp_context *self)
 static PyObject *ctx_close(rsp_context *self, PyObject *unused)
 {
     (void)unused;
+    /* From one of its own callables: say so (rsp_ctx_get's message). */
+    if (self->ctx && !rsp_ctx_get(self))
+        return NULL;
     if (self->busy)
         return rsp_raise_msg(RNGSNAP_E_INVALID, "rngsnap.Context.close: "
                              "another thread is using this context");
@@ -143,10 +146,11 @@ static PyObject *ctx_seed_all(rsp_context *self, PyObject *arg)
     rngsnap *ctx = rsp_ctx_get(self);
     if (!ctx)
         return NULL;
-    unsigned long long seed = PyLong_AsUnsignedLongLong(arg);
-    if (seed == (unsigned long long)-1 && PyErr_Occurred())
+    uint64_t seed;
+    if (rsp_u64(arg, "seed", &seed) < 0)
         return NULL;
-    int rc = rngsnap_seed_all(ctx, (uint64_t)seed);
+    int rc;
+    RSP_WITHOUT_GIL(self, rc = rngsnap_seed_all(ctx, seed));
     if (rc)
         return rsp_raise(self, rc);
     Py_RETURN_NONE;
@@ -181,11 +185,19 @@ static PyObject *ctx_file_call(rsp_context *self, PyObject *args,
     Py_END_ALLOW_THREADS
     rsp_file_call_end(self);
     Py_DECREF(path);
-    for (size_t i = 0; i < self->napps; i++)
-        Py_CLEAR(self->apps[i]->cached);
+    return rsp_file_call_result(self, rc);
+}
+
+PyObject *rsp_file_call_result(rsp_context *c, int rc)
+{
+    for (rsp_app *a = c->apps; a; a = a->next)
+        Py_CLEAR(a->cached);
     if (rc)
-        return rsp_raise(self, rc);
-    rsp_drop_pending(self);
+        return rsp_raise(c, rc);
+    if (c->pending_value
+        && !PyErr_GivenExceptionMatches(c->pending_value, PyExc_Exception))
+        return rsp_raise(c, rc); /* Ctrl-C during a call that succeeded */
+    rsp_drop_pending(c);
     Py_RETURN_NONE;
 }
 
@@ -216,24 +228,21 @@ static PyObject *ctx_register_state(rsp_context *self, PyObject *args,
     rngsnap *ctx = rsp_ctx_get(self);
     if (!ctx)
         return NULL;
-    rsp_app **grown = PyMem_Realloc(self->apps,
-                                    (self->napps + 1) * sizeof *grown);
     rsp_app *a = PyMem_Calloc(1, sizeof *a);
-    if (grown)
-        self->apps = grown;
-    if (!grown || !a) {
-        PyMem_Free(a);
+    if (!a)
         return PyErr_NoMemory();
-    }
     a->owner = self;
     a->save = Py_NewRef(save);
     a->load = Py_NewRef(load);
-    int rc = rngsnap_register_state(ctx, name, &rsp_state_ops, a);
+    int rc;
+    RSP_WITHOUT_GIL(self, rc = rngsnap_register_state(ctx, name,
+                                                      &rsp_state_ops, a));
     if (rc) {
         rsp_app_free(a);
         return rsp_raise(self, rc);
     }
-    self->apps[self->napps++] = a;
+    a->next = self->apps;
+    self->apps = a;
     Py_RETURN_NONE;
 }
 
@@ -282,7 +291,8 @@ static PyObject *ctx_set_rank(rsp_context *self, PyObject *args)
     rngsnap *ctx = rsp_ctx_get(self);
     if (!ctx)
         return NULL;
-    int rc = rngsnap_set_rank(ctx, rank, world);
+    int rc;
+    RSP_WITHOUT_GIL(self, rc = rngsnap_set_rank(ctx, rank, world));
     if (rc)
         return rsp_raise(self, rc);
     Py_RETURN_NONE;
@@ -294,7 +304,8 @@ static PyObject *ctx_get_rank_part(rsp_context *self, void *which)
     if (!ctx)
         return NULL;
     int rank = 0, world = 1;
-    int rc = rngsnap_get_rank(ctx, &rank, &world);
+    int rc;
+    RSP_WITHOUT_GIL(self, rc = rngsnap_get_rank(ctx, &rank, &world));
     if (rc)
         return rsp_raise(self, rc);
     return PyLong_FromLong(which ? world : rank);

@@ -54,7 +54,12 @@ static PyObject *make_error(int code, const char *msg)
 {
     PyObject *cls = (code > 0 && (size_t)code < RSP_NCODES)
                         ? rsp_error_class[code] : rsp_error_base;
-    PyObject *exc = PyObject_CallFunction(cls, "s", msg);
+    /* The message names paths as the OS gave them: bytes that are not
+     * UTF-8 show as \xNN instead of raising UnicodeDecodeError. */
+    PyObject *text = PyUnicode_DecodeUTF8(msg, (Py_ssize_t)strlen(msg),
+                                          "backslashreplace");
+    PyObject *exc = text ? PyObject_CallOneArg(cls, text) : NULL;
+    Py_XDECREF(text);
     if (!exc)
         return NULL;
     PyObject *pcode = PyLong_FromLong(code);
@@ -83,22 +88,40 @@ PyObject *rsp_raise_msg(int code, const char *msg)
 
 PyObject *rsp_raise(rsp_context *owner, int code)
 {
-    PyObject *exc = make_error(code, rngsnap_errmsg(owner ? owner->ctx
-                                                          : NULL));
-    if (!exc) {
-        if (owner)
-            rsp_drop_pending(owner);
-        return NULL;
+    PyObject *exc = NULL;
+    if (code) {
+        exc = make_error(code, rngsnap_errmsg(owner ? owner->ctx : NULL));
+        if (!exc) {
+            if (owner)
+                rsp_drop_pending(owner);
+            return NULL;
+        }
     }
     if (owner && owner->pending_value) {
+        PyObject *t = owner->pending_type, *v = owner->pending_value;
+        PyObject *tb = owner->pending_tb;
+        owner->pending_type = owner->pending_value = owner->pending_tb = NULL;
+        if (!PyErr_GivenExceptionMatches(v, PyExc_Exception)) {
+            /* KeyboardInterrupt, SystemExit: raised as themselves (an
+             * `except Error` must not swallow Ctrl-C), with the failed
+             * call's Error as their __context__. */
+            if (exc)
+                PyException_SetContext(v, exc); /* steals exc */
+            PyErr_Restore(t, v, tb);
+            return NULL;
+        }
+        Py_XDECREF(t);
+        Py_XDECREF(tb);
+        if (!exc) {
+            Py_DECREF(v);
+            return PyErr_Format(PyExc_SystemError, "rngsnap: no error");
+        }
         /* raise Error(...) from the callable's exception */
-        PyObject *cause = owner->pending_value;
-        Py_INCREF(cause);
-        PyException_SetCause(exc, cause); /* steals cause */
-        Py_INCREF(owner->pending_value);
-        PyException_SetContext(exc, owner->pending_value);
-        rsp_drop_pending(owner);
+        PyException_SetCause(exc, Py_NewRef(v)); /* steals */
+        PyException_SetContext(exc, v);          /* steals v */
     }
+    if (!exc) /* code 0 and nothing pending: a caller's mistake */
+        return PyErr_Format(PyExc_SystemError, "rngsnap: no error");
     PyErr_SetObject((PyObject *)Py_TYPE(exc), exc);
     Py_DECREF(exc);
     return NULL;

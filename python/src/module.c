@@ -6,6 +6,27 @@
 #include "rngsnap_py.h"
 #include "rngsnap_build_config.h"
 
+int rsp_u64(PyObject *o, const char *what, uint64_t *out)
+{
+    /* __index__: NumPy and torch integers are seeds and keys too. */
+    PyObject *i = PyNumber_Index(o);
+    if (!i)
+        return -1;
+    unsigned long long v = PyLong_AsUnsignedLongLong(i);
+    if (v == (unsigned long long)-1 && PyErr_Occurred()) {
+        if (PyErr_ExceptionMatches(PyExc_OverflowError)) {
+            PyErr_Clear();
+            PyErr_Format(PyExc_OverflowError, "%s = %R is out of range "
+                         "(0 to 2**64 - 1)", what, i);
+        }
+        Py_DECREF(i);
+        return -1;
+    }
+    Py_DECREF(i);
+    *out = (uint64_t)v;
+    return 0;
+}
+
 static PyObject *mod_dist_size(PyObject *self, PyObject *name)
 {
     (void)self;

@@ -13,11 +13,14 @@
 
 #include <rngsnap.h>
 
-/* One register_state: the callables, kept alive for the context's life. */
+/* One register_state: the callables, kept alive for the context's life.
+ * A list, not an array: register_state runs the core call without the
+ * GIL, so two threads may register at once (no realloc to race on). */
 typedef struct rsp_app {
     struct rsp_context *owner; /* borrowed: the context owns this        */
     PyObject *save, *load;     /* callables                              */
     PyObject *cached;          /* bytes from the last size() call, if any */
+    struct rsp_app *next;
 } rsp_app;
 
 typedef struct rsp_context {
@@ -28,8 +31,7 @@ typedef struct rsp_context {
      * callables must not call back into the context (locked: deadlock). */
     int in_file_call;
     unsigned long file_call_thread;
-    rsp_app **apps;
-    size_t napps;
+    rsp_app *apps;
     /* First exception raised by a callable during the running C call
      * (type, value, traceback), re-raised as the __cause__ of the Error. */
     PyObject *pending_type, *pending_value, *pending_tb;
@@ -51,6 +53,10 @@ int rsp_errors_init(PyObject *module);
 PyObject *rsp_raise(rsp_context *owner, int code);
 /* Raise rngsnap.Error with a message of our own (closed context). */
 PyObject *rsp_raise_msg(int code, const char *msg);
+/* The end of a call that ran callables: rc != 0 raises the Error (from
+ * the callable's exception); a KeyboardInterrupt or SystemExit a callable
+ * raised is raised as itself even when the C call succeeded. */
+PyObject *rsp_file_call_result(rsp_context *c, int rc);
 
 /* context.c: NULL (with Error set) when the context is closed, or when
  * called from a callable of the context's own running save/load. */
@@ -58,6 +64,20 @@ rngsnap *rsp_ctx_get(rsp_context *c);
 /* Around a C call that runs callables: marks the thread, counts busy. */
 void rsp_file_call_begin(rsp_context *c);
 void rsp_file_call_end(rsp_context *c);
+/* Run a short core call (stmt) without the GIL: a save/load on another
+ * thread may hold the context's locks while its callable waits for the
+ * GIL.  busy keeps close() out meanwhile. */
+#define RSP_WITHOUT_GIL(c, stmt)                                            \
+    do {                                                                    \
+        (c)->busy++;                                                        \
+        Py_BEGIN_ALLOW_THREADS                                              \
+        stmt;                                                               \
+        Py_END_ALLOW_THREADS                                                \
+        (c)->busy--;                                                        \
+    } while (0)
+/* module.c: o (an int, or anything with __index__) as a uint64; what
+ * names it in the OverflowError of a value outside [0, 2**64). */
+int rsp_u64(PyObject *o, const char *what, uint64_t *out);
 
 /* stream.c */
 PyObject *rsp_stream_new(rsp_context *owner, rngsnap_stream *s);

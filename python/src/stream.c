@@ -188,8 +188,15 @@ static PyObject *stream_generate(rsp_stream *self, PyObject *args,
 {
     rngsnap_dist dist;
     rsp_target t;
-    if (!rsp_ctx_get(self->owner) || parse_generate(args, kw, &dist, &t))
+    if (parse_generate(args, kw, &dist, &t))
         return NULL;
+    /* After the parse: it runs Python code (n's __index__, numpy.empty,
+     * a buffer's export), which may close the context. */
+    if (!rsp_ctx_get(self->owner)) {
+        release_target(&t);
+        Py_DECREF(t.result);
+        return NULL;
+    }
     int rc;
     self->owner->busy++;
     Py_BEGIN_ALLOW_THREADS
@@ -213,13 +220,12 @@ static PyObject *philox_tuple(const rngsnap_philox *at)
 
 static PyObject *stream_reserve(rsp_stream *self, PyObject *arg)
 {
-    if (!rsp_ctx_get(self->owner))
-        return NULL;
-    unsigned long long n = PyLong_AsUnsignedLongLong(arg);
-    if (n == (unsigned long long)-1 && PyErr_Occurred())
+    uint64_t n;
+    if (rsp_u64(arg, "n", &n) < 0 || !rsp_ctx_get(self->owner))
         return NULL;
     rngsnap_philox at;
-    int rc = rngsnap_reserve(self->s, (uint64_t)n, &at);
+    int rc;
+    RSP_WITHOUT_GIL(self->owner, rc = rngsnap_reserve(self->s, n, &at));
     return rc ? rsp_raise(self->owner, rc) : philox_tuple(&at);
 }
 
@@ -229,7 +235,8 @@ static PyObject *stream_position(rsp_stream *self, PyObject *unused)
     if (!rsp_ctx_get(self->owner))
         return NULL;
     rngsnap_philox at;
-    int rc = rngsnap_stream_position(self->s, &at);
+    int rc;
+    RSP_WITHOUT_GIL(self->owner, rc = rngsnap_stream_position(self->s, &at));
     return rc ? rsp_raise(self->owner, rc) : philox_tuple(&at);
 }
 
@@ -242,12 +249,17 @@ typedef struct rsp_keyed {
 
 static PyObject *stream_derive(rsp_stream *self, PyObject *args)
 {
-    unsigned long long k0, k1 = 0;
-    if (!PyArg_ParseTuple(args, "K|K:derive", &k0, &k1)
+    PyObject *o0, *o1 = NULL;
+    uint64_t k0, k1 = 0;
+    /* Not "K": it wraps -1 and 2**64 silently onto other keys. */
+    if (!PyArg_ParseTuple(args, "O|O:derive", &o0, &o1)
+        || rsp_u64(o0, "k0", &k0) < 0
+        || (o1 && rsp_u64(o1, "k1", &k1) < 0)
         || !rsp_ctx_get(self->owner))
         return NULL;
     rngsnap_philox at;
-    int rc = rngsnap_derive(self->s, (uint64_t)k0, (uint64_t)k1, &at);
+    int rc;
+    RSP_WITHOUT_GIL(self->owner, rc = rngsnap_derive(self->s, k0, k1, &at));
     if (rc)
         return rsp_raise(self->owner, rc);
     rsp_keyed *o = PyObject_New(rsp_keyed, &rsp_keyed_type);
@@ -326,12 +338,18 @@ static PyObject *keyed_generate(rsp_keyed *self, PyObject *args,
     rsp_context *owner = self->stream->owner;
     rngsnap_dist dist;
     rsp_target t;
-    if (self->busy) /* two draws would both start at self->at */
-        return PyErr_Format(PyExc_RuntimeError, "KeyedStream.generate: "
-                            "another thread is drawing from this keyed "
-                            "stream (derive one per thread)");
-    if (!rsp_ctx_get(owner) || parse_generate(args, kw, &dist, &t))
+    if (parse_generate(args, kw, &dist, &t))
         return NULL;
+    /* Checked after the parse, which runs Python code (see generate). */
+    if (self->busy) /* two draws would both start at self->at */
+        PyErr_Format(PyExc_RuntimeError, "KeyedStream.generate: "
+                     "another thread is drawing from this keyed "
+                     "stream (derive one per thread)");
+    if (self->busy || !rsp_ctx_get(owner)) {
+        release_target(&t);
+        Py_DECREF(t.result);
+        return NULL;
+    }
     /* Draw on a copy: the position moves only when the draw succeeds. */
     rngsnap_philox at = self->at;
     int rc;

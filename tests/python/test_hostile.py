@@ -1,0 +1,166 @@
+"""What a hostile caller does to the C module: Python code run in the
+middle of a call (closing the context), integers out of range, messages
+that are not UTF-8, Ctrl-C inside a callable, and a second thread using
+the context while a save/load holds it with callables running."""
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+import rngsnap
+
+
+class _ClosesCtx:
+    """An n whose __index__ closes the context mid-call."""
+
+    def __init__(self, ctx):
+        self.ctx = ctx
+
+    def __index__(self):
+        self.ctx.close()
+        return 4
+
+
+def test_generate_n_that_closes_the_context(ctx):
+    # parse_generate runs __index__ after the closed check: the draw must
+    # see the context closed, not use its freed stream.
+    s = ctx.stream("cpu", 0, "default")
+    with pytest.raises(rngsnap.InvalidError, match="closed"):
+        s.generate("u32", _ClosesCtx(ctx))
+    assert ctx.closed
+
+
+def test_keyed_generate_n_that_closes_the_context(ctx):
+    k = ctx.stream("cpu", 0, "default").derive(1, 2)
+    with pytest.raises(rngsnap.InvalidError, match="closed"):
+        k.generate("u32", _ClosesCtx(ctx))
+
+
+def test_derive_keys_out_of_range(ctx):
+    s = ctx.stream("cpu", 0, "default")
+    top = s.derive(2**64 - 1, 0).generate("u64", 3)
+    # a negative key or one past 64 bits used to wrap silently onto
+    # another key's stream
+    for bad in ((-1, 0), (0, -1), (2**64, 0), (0, 2**64 + 5)):
+        with pytest.raises(OverflowError):
+            s.derive(*bad)
+    with pytest.raises(TypeError):
+        s.derive(1.5)
+    assert (s.derive(np.uint64(2**64 - 1)).generate("u64", 3) == top).all()
+
+
+def test_seed_and_reserve_take_numpy_integers(ctx):
+    big = 2**63 + 12345
+    ctx.seed_all(big)
+    a = ctx.stream("cpu", 0, "default").generate("u64", 4)
+    ctx.seed_all(np.uint64(big))
+    assert (ctx.stream("cpu", 0, "default").generate("u64", 4) == a).all()
+    s = ctx.stream("cpu", 0, "default")
+    off = s.position()[2]
+    assert s.reserve(np.int64(6))[2] == off
+    assert s.position()[2] == off + 6
+    for bad in (-1, 2**64):
+        with pytest.raises(OverflowError):
+            ctx.seed_all(bad)
+        with pytest.raises(OverflowError):
+            s.reserve(bad)
+    with pytest.raises(TypeError):
+        ctx.seed_all(1.0)
+
+
+def test_negative_device_is_a_clear_error(ctx):
+    with pytest.raises(rngsnap.InvalidError, match="device -1"):
+        ctx.stream("cpu", -1, "default")
+
+
+def test_non_utf8_path_in_message(ctx, tmp_path):
+    # The core's message names the path as bytes; an undecodable byte
+    # must not turn the rngsnap error into a UnicodeDecodeError.
+    bad = os.fsencode(str(tmp_path)) + b"/no-such-\xff.rngsnap"
+    with pytest.raises(rngsnap.Error) as e:
+        ctx.load(bad)
+    assert "no-such-\\xff.rngsnap" in str(e.value)
+    ctx.save(bad)  # a valid file name on Linux
+    ctx.load(bad)
+
+
+def test_keyboard_interrupt_in_callable_is_not_an_error(ctx, tmp_path):
+    # Ctrl-C in a save callable stops the save and is raised as itself
+    # (an `except rngsnap.Error` or `except Exception` must not eat it).
+    def save():
+        raise KeyboardInterrupt
+
+    ctx.register_state("app", save=save, load=lambda b: None)
+    with pytest.raises(KeyboardInterrupt) as e:
+        ctx.save(tmp_path / "a")
+    assert isinstance(e.value.__context__, rngsnap.Error)
+    assert not (tmp_path / "a").exists()
+
+
+def test_close_from_own_callable_says_so(ctx, tmp_path):
+    ctx.register_state("app", save=lambda: ctx.close() or b"x",
+                       load=lambda b: None)
+    with pytest.raises(rngsnap.Error) as e:
+        ctx.save(tmp_path / "a")
+    assert "inside one of its own" in str(e.value.__cause__)
+    assert not ctx.closed
+
+
+# A second thread calls into the context (GIL held) while a save or load
+# holds the context's locks and waits for the GIL to run a callable: the
+# C call must release the GIL, or both threads wait for ever.
+_DEADLOCK = textwrap.dedent("""
+    import sys, threading, time
+    import rngsnap
+    what, path = sys.argv[1], sys.argv[2]
+    ctx = rngsnap.Context()
+    ctx.seed_all(1)
+    s = ctx.stream("cpu", 0, "default")
+    on_load = what in ("reserve", "position", "derive")
+    inside, armed = threading.Event(), []
+    def slow(in_load):
+        if armed and in_load == on_load:
+            inside.set()
+            time.sleep(0.3)  # GIL free: the other thread runs now
+        return b"x"
+    ctx.register_state("app", save=lambda: slow(False),
+                       load=lambda b: slow(True))
+    ctx.save(path + ".first")
+    armed.append(1)
+    def other():
+        inside.wait()
+        calls = {"seed_all": lambda: ctx.seed_all(2),
+                 "rank": lambda: ctx.rank,
+                 "set_rank": lambda: ctx.set_rank(0, 1),
+                 "register": lambda: ctx.register_state(
+                     "late", save=bytes, load=print),
+                 "reserve": lambda: s.reserve(1),
+                 "position": lambda: s.position(),
+                 "derive": lambda: s.derive(1)}
+        calls[what]()
+    t = threading.Thread(target=other)
+    t.start()
+    if on_load:
+        ctx.load(path + ".first")  # streams locked around load callables
+    else:
+        ctx.save(path)
+    t.join()
+    print("ok")
+""")
+
+
+@pytest.mark.parametrize("what", ["seed_all", "rank", "set_rank", "register",
+                                  "reserve", "position", "derive"])
+def test_other_thread_during_save_or_load(what, tmp_path):
+    try:
+        r = subprocess.run([sys.executable, "-c", _DEADLOCK, what,
+                            str(tmp_path / "ck")], capture_output=True,
+                           text=True, timeout=20)
+    except subprocess.TimeoutExpired:
+        pytest.fail("deadlock: %s from another thread during a save/load"
+                    % what)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "ok"
