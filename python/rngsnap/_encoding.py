@@ -114,6 +114,9 @@ def decode_numpy(name, data):
     if pos > 624 or has_gauss > 1:
         raise error(CorruptError, "%s: position %d (at most 624) or has_gauss "
                     "%d (0 or 1) out of range" % (name, pos, has_gauss))
+    if not has_gauss and gauss != 0.0:  # get_state() gives 0.0 then
+        raise error(CorruptError, "%s: cached_gaussian set without has_gauss"
+                    % name)
     return ("MT19937", key, pos, has_gauss, gauss)
 
 

@@ -133,3 +133,40 @@ def test_fingerprint_differences_one_line_each():
     assert d == ["b: checkpoint 2, this process 9",
                  "c: checkpoint 3, this process (absent)",
                  "d: checkpoint (absent), this process 4"]
+
+
+def test_numpy_gauss_without_has_gauss_is_corrupt():
+    # NumPy's get_state() gives 0.0 when no Gaussian is cached: any other
+    # value cannot come from encode_numpy (as for python.random).
+    d = bytearray(enc.encode_numpy(np.random.RandomState(1).get_state()))
+    struct.pack_into("<d", d, 8 + 626 * 4, 0.5)
+    with pytest.raises(rngsnap.CorruptError, match="without has_gauss"):
+        enc.decode_numpy("numpy.global", bytes(d))
+
+
+FUZZ = CASES + [
+    ("rngsnap.fingerprint",
+     lambda: fp.encode({"a": "1", "b": "x\\y\nz", "c": "\u00e9"}),
+     lambda d: fp.decode("rngsnap.fingerprint", d)),
+]
+
+
+@pytest.mark.parametrize("name,make,decode", FUZZ, ids=[c[0] for c in FUZZ])
+def test_fuzzed_input_raises_only_rngsnap_errors(name, make, decode):
+    # Flipped, cut, grown and foreign inputs: an rngsnap Error or a
+    # decoded value, never IndexError / struct.error / ValueError.
+    data = make()
+    rnd = random.Random(7)
+    inputs = [b"", b"\0" * 8, data * 2, data + data[:3], bytearray(data),
+              memoryview(data)]
+    for _ in range(400):
+        d = bytearray(data)
+        for _ in range(rnd.randint(1, 4)):
+            d[rnd.randrange(len(d))] = rnd.randrange(256)
+        cut = rnd.randrange(len(d) + 1)
+        inputs += [bytes(d), bytes(d[:cut]), bytes(d) + bytes(d[cut:])]
+    for d in inputs:
+        try:
+            decode(d)
+        except rngsnap.Error as e:
+            assert name in str(e)
