@@ -92,16 +92,16 @@ static PyObject *ranks_call(rsp_context *c, PyObject *args, int save)
                        .allgather = comm_allgather,
                        .broadcast = comm_broadcast};
     const char *dir = PyBytes_AS_STRING(path);
-    rsp_drop_pending(c);
     int rc;
-    rsp_file_call_begin(c);
+    rsp_call call;
+    rsp_file_call_begin(c, &call);
     Py_BEGIN_ALLOW_THREADS
     rc = save ? rngsnap_save_ranks(ctx, &cm, dir,
                                    flag ? RNGSNAP_SAVE_REPLACE : 0)
               : rngsnap_load_ranks(ctx, &cm, dir,
                                    flag ? RNGSNAP_LOAD_FORK : 0);
     Py_END_ALLOW_THREADS
-    rsp_file_call_end(c);
+    rsp_file_call_end(&call);
     Py_DECREF(path);
     return rsp_file_call_result(c, rc);
 }

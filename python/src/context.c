@@ -8,33 +8,38 @@
  */
 #include "rngsnap_py.h"
 
+/* This thread's running save/load/ranks calls, innermost first. */
+static _Thread_local rsp_call *rsp_calls;
+
 rngsnap *rsp_ctx_get(rsp_context *c)
 {
     if (!c->ctx) {
         rsp_raise_msg(RNGSNAP_E_INVALID, "rngsnap.Context is closed");
         return NULL;
     }
-    if (c->in_file_call
-        && c->file_call_thread == PyThread_get_thread_ident()) {
-        rsp_raise_msg(RNGSNAP_E_INVALID, "rngsnap.Context used from inside "
-                      "one of its own save/load callables or collectives "
-                      "(the context is locked while they run)");
-        return NULL;
-    }
+    for (rsp_call *k = rsp_calls; k; k = k->up)
+        if (k->c == c) {
+            rsp_raise_msg(RNGSNAP_E_INVALID, "rngsnap.Context used from "
+                          "inside one of its own save/load callables or "
+                          "collectives (the context is locked while they "
+                          "run)");
+            return NULL;
+        }
     return c->ctx;
 }
 
-void rsp_file_call_begin(rsp_context *c)
+void rsp_file_call_begin(rsp_context *c, rsp_call *call)
 {
     c->busy++;
-    c->in_file_call = 1;
-    c->file_call_thread = PyThread_get_thread_ident();
+    call->c = c;
+    call->up = rsp_calls;
+    rsp_calls = call;
 }
 
-void rsp_file_call_end(rsp_context *c)
+void rsp_file_call_end(rsp_call *call)
 {
-    c->in_file_call = 0;
-    c->busy--;
+    rsp_calls = call->up;
+    call->c->busy--;
 }
 
 static int ctx_init(rsp_context *self, PyObject *args, PyObject *kw)
@@ -175,15 +180,17 @@ static PyObject *ctx_file_call(rsp_context *self, PyObject *args,
         Py_DECREF(path);
         return NULL;
     }
-    rsp_drop_pending(self);
+    /* No drop of a pending exception here: each call takes its own at its
+     * end, and another thread's call may still be about to take one. */
     const char *p = PyBytes_AS_STRING(path);
     int rc;
-    rsp_file_call_begin(self);
+    rsp_call call;
+    rsp_file_call_begin(self, &call);
     Py_BEGIN_ALLOW_THREADS
     rc = save ? rngsnap_save(ctx, p, replace ? RNGSNAP_SAVE_REPLACE : 0)
               : rngsnap_load(ctx, p, 0);
     Py_END_ALLOW_THREADS
-    rsp_file_call_end(self);
+    rsp_file_call_end(&call);
     Py_DECREF(path);
     return rsp_file_call_result(self, rc);
 }

@@ -27,10 +27,6 @@ typedef struct rsp_context {
     PyObject_HEAD
     rngsnap *ctx;          /* NULL once closed                        */
     int busy;              /* calls running with the GIL released     */
-    /* A save/load/ranks call is running on thread file_call_thread: its
-     * callables must not call back into the context (locked: deadlock). */
-    int in_file_call;
-    unsigned long file_call_thread;
     rsp_app *apps;
     /* First exception raised by a callable during the running C call
      * (type, value, traceback), re-raised as the __cause__ of the Error. */
@@ -61,9 +57,16 @@ PyObject *rsp_file_call_result(rsp_context *c, int rc);
 /* context.c: NULL (with Error set) when the context is closed, or when
  * called from a callable of the context's own running save/load. */
 rngsnap *rsp_ctx_get(rsp_context *c);
-/* Around a C call that runs callables: marks the thread, counts busy. */
-void rsp_file_call_begin(rsp_context *c);
-void rsp_file_call_end(rsp_context *c);
+/* A save/load/ranks call running on this thread, on its stack: its
+ * callables must not call back into c (locked: deadlock).  Per thread,
+ * so that a second thread's call on c neither hides nor fakes it. */
+typedef struct rsp_call {
+    rsp_context *c;
+    struct rsp_call *up; /* the call this thread ran it from, if any */
+} rsp_call;
+/* Around a C call that runs callables: records it, counts busy. */
+void rsp_file_call_begin(rsp_context *c, rsp_call *call);
+void rsp_file_call_end(rsp_call *call);
 /* Run a short core call (stmt) without the GIL: a save/load on another
  * thread may hold the context's locks while its callable waits for the
  * GIL.  busy keeps close() out meanwhile. */

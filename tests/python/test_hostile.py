@@ -164,3 +164,51 @@ def test_other_thread_during_save_or_load(what, tmp_path):
                     % what)
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip() == "ok"
+
+
+_TWO_SAVES = textwrap.dedent("""
+    import sys, threading, time
+    import rngsnap
+    path = sys.argv[1]
+    ctx = rngsnap.Context()
+    ctx.seed_all(1)
+    b_started, seen = threading.Event(), []
+    def save():
+        if not seen:  # thread A's save: wait until B has started its own
+            seen.append(1)
+            b_started.wait()
+            time.sleep(0.3)  # B now waits in the core for A's lock
+            try:
+                ctx.seed_all(2)  # into its own context: refused, per thread
+            except rngsnap.InvalidError as e:
+                seen.append(str(e))
+        return b"x"
+    ctx.register_state("app", save=save, load=lambda b: None)
+    def b():
+        b_started.set()
+        ctx.save(path + ".b")
+    t = threading.Thread(target=b)
+    a = threading.Thread(target=lambda: ctx.save(path + ".a"))
+    a.start()
+    while not seen:
+        time.sleep(0.01)
+    t.start()
+    a.join()
+    t.join()
+    print(seen[1])
+""")
+
+
+def test_own_callable_refused_while_another_thread_saves(tmp_path):
+    # A second thread's save on the same context used to overwrite the
+    # "inside a callable" mark: A's callable calling back in then waited
+    # on the lock A itself holds.
+    try:
+        r = subprocess.run([sys.executable, "-c", _TWO_SAVES,
+                            str(tmp_path / "ck")], capture_output=True,
+                           text=True, timeout=20)
+    except subprocess.TimeoutExpired:
+        pytest.fail("deadlock: callable called into its own context while "
+                    "another thread saved it")
+    assert r.returncode == 0, r.stderr
+    assert "inside one of its own" in r.stdout
