@@ -86,7 +86,7 @@ def test_killed_mid_epoch_resumes_the_same_batches(tmp_path, uninterrupted,
         if len(seen) == kill_after:
             os.killpg(p.pid, signal.SIGKILL)  # job and workers, mid-epoch
             break
-    p.wait(timeout=60)
+    p.communicate(timeout=60)  # reaps it and closes its pipes
     assert p.returncode == -signal.SIGKILL
     before = _batches(seen)
     resumed = _batches(_finish(_start(d, workers_after, "resume")))

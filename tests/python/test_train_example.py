@@ -55,7 +55,7 @@ def test_killed_and_resumed_prints_the_same_losses(tmp_path, uninterrupted,
         if seen[-1] == kill_at:
             os.killpg(p.pid, signal.SIGKILL)  # the job and its workers
             break
-    p.wait(timeout=60)
+    p.communicate(timeout=60)  # reaps it and closes its pipes
     assert p.returncode == -signal.SIGKILL, seen
     before = _losses(seen)
     resumed = _losses(_finish(_start(d, "--resume")))
