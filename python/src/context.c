@@ -50,8 +50,12 @@ static int ctx_init(rsp_context *self, PyObject *args, PyObject *kw)
     if (!PyArg_ParseTupleAndKeywords(args, kw, "|Op:Context", kwlist,
                                      &config, &resume))
         return -1;
-    if (self->ctx) {
-        PyErr_SetString(PyExc_RuntimeError, "Context is already open");
+    if (self->opened) {
+        /* Streams of the closed context would see an open one again. */
+        PyErr_SetString(PyExc_RuntimeError, self->ctx
+                        ? "Context is already open"
+                        : "a closed Context cannot be reopened (make a "
+                          "new one)");
         return -1;
     }
     if (config != Py_None && !PyUnicode_FSConverter(config, &path))
@@ -68,6 +72,7 @@ static int ctx_init(rsp_context *self, PyObject *args, PyObject *kw)
         return -1;
     }
     self->ctx = ctx;
+    self->opened = 1;
     return 0;
 }
 

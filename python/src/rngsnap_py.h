@@ -26,6 +26,8 @@ typedef struct rsp_app {
 typedef struct rsp_context {
     PyObject_HEAD
     rngsnap *ctx;          /* NULL once closed                        */
+    int opened;            /* opened once: never again (streams point
+                              into that context, freed by close)      */
     int busy;              /* calls running with the GIL released     */
     rsp_app *apps;
     /* First exception raised by a callable during the running C call

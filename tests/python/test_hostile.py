@@ -212,3 +212,19 @@ def test_own_callable_refused_while_another_thread_saves(tmp_path):
                     "another thread saved it")
     assert r.returncode == 0, r.stderr
     assert "inside one of its own" in r.stdout
+
+
+def test_closed_context_cannot_be_reopened(ctx):
+    # Its old streams point into the freed context: re-running __init__
+    # would make them look usable again.
+    s = ctx.stream("cpu", 0, "default")
+    k = s.derive(1)
+    ctx.close()
+    with pytest.raises(RuntimeError, match="cannot be reopened"):
+        ctx.__init__()
+    with pytest.raises(RuntimeError, match="cannot be reopened"):
+        rngsnap._rngsnap.Context.__init__(ctx, None)
+    for call in (lambda: s.generate("u32", 1), lambda: k.generate("u32", 1),
+                 lambda: s.position()):
+        with pytest.raises(rngsnap.InvalidError, match="closed"):
+            call()
