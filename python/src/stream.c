@@ -167,20 +167,33 @@ fail:
 
 /* ---- Stream ---------------------------------------------------------- */
 
+/* Streams are GC objects: an app-state callable holding a stream (a
+ * sampler object: ctx -> callable -> sampler -> stream -> ctx) is a cycle
+ * the collector must see through, or a dropped context is never freed.
+ * No tp_clear: the context's clears the callables, which breaks it, and a
+ * stream never has a NULL owner. */
 PyObject *rsp_stream_new(rsp_context *owner, rngsnap_stream *s)
 {
-    rsp_stream *o = PyObject_New(rsp_stream, &rsp_stream_type);
+    rsp_stream *o = PyObject_GC_New(rsp_stream, &rsp_stream_type);
     if (!o)
         return NULL;
     o->owner = (rsp_context *)Py_NewRef((PyObject *)owner);
     o->s = s;
+    PyObject_GC_Track(o);
     return (PyObject *)o;
+}
+
+static int stream_traverse(rsp_stream *self, visitproc visit, void *arg)
+{
+    Py_VISIT(self->owner);
+    return 0;
 }
 
 static void stream_dealloc(rsp_stream *self)
 {
+    PyObject_GC_UnTrack(self);
     Py_XDECREF(self->owner);
-    PyObject_Free(self);
+    PyObject_GC_Del(self);
 }
 
 static PyObject *stream_generate(rsp_stream *self, PyObject *args,
@@ -262,12 +275,13 @@ static PyObject *stream_derive(rsp_stream *self, PyObject *args)
     RSP_WITHOUT_GIL(self->owner, rc = rngsnap_derive(self->s, k0, k1, &at));
     if (rc)
         return rsp_raise(self->owner, rc);
-    rsp_keyed *o = PyObject_New(rsp_keyed, &rsp_keyed_type);
+    rsp_keyed *o = PyObject_GC_New(rsp_keyed, &rsp_keyed_type);
     if (!o)
         return NULL;
     o->stream = (rsp_stream *)Py_NewRef((PyObject *)self);
     o->at = at;
     o->busy = 0;
+    PyObject_GC_Track(o);
     return (PyObject *)o;
 }
 
@@ -316,9 +330,10 @@ PyTypeObject rsp_stream_type = {
     PyVarObject_HEAD_INIT(NULL, 0)
     .tp_name = "rngsnap.Stream",
     .tp_basicsize = sizeof(rsp_stream),
-    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
     .tp_doc = "One (backend, device, name) stream; from Context.stream().",
     .tp_dealloc = (destructor)stream_dealloc,
+    .tp_traverse = (traverseproc)stream_traverse,
     .tp_repr = (reprfunc)stream_repr,
     .tp_methods = stream_methods,
     .tp_getset = stream_getset,
@@ -326,10 +341,17 @@ PyTypeObject rsp_stream_type = {
 
 /* ---- KeyedStream ----------------------------------------------------- */
 
+static int keyed_traverse(rsp_keyed *self, visitproc visit, void *arg)
+{
+    Py_VISIT(self->stream);
+    return 0;
+}
+
 static void keyed_dealloc(rsp_keyed *self)
 {
+    PyObject_GC_UnTrack(self);
     Py_XDECREF(self->stream);
-    PyObject_Free(self);
+    PyObject_GC_Del(self);
 }
 
 static PyObject *keyed_generate(rsp_keyed *self, PyObject *args,
@@ -388,9 +410,10 @@ PyTypeObject rsp_keyed_type = {
     PyVarObject_HEAD_INIT(NULL, 0)
     .tp_name = "rngsnap.KeyedStream",
     .tp_basicsize = sizeof(rsp_keyed),
-    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
     .tp_doc = "A keyed stream from Stream.derive(k0, k1): its own Philox "
               "position, drawn with the parent's backend.",
     .tp_dealloc = (destructor)keyed_dealloc,
+    .tp_traverse = (traverseproc)keyed_traverse,
     .tp_methods = keyed_methods,
 };

@@ -228,3 +228,30 @@ def test_closed_context_cannot_be_reopened(ctx):
                  lambda: s.position()):
         with pytest.raises(rngsnap.InvalidError, match="closed"):
             call()
+
+
+def test_dropped_context_in_a_cycle_through_a_stream_is_freed():
+    # The usual app-state pattern: an object holds a stream and registers
+    # its own methods.  ctx -> callable -> sampler -> stream -> ctx is a
+    # cycle; the collector must free it once the job drops the context.
+    import gc
+    import weakref
+
+    class Sampler:
+        def __init__(self, ctx):
+            self.stream = ctx.stream("cpu", 0, "default")
+            self.keyed = self.stream.derive(1)
+            ctx.register_state("sampler", save=self.save, load=self.load)
+
+        def save(self):
+            return b""
+
+        def load(self, data):
+            pass
+
+    c = rngsnap.Context()
+    Sampler(c)
+    ref = weakref.ref(c)
+    del c
+    gc.collect()
+    assert ref() is None
