@@ -18,7 +18,8 @@ See docs/python.md.  The rules this package keeps:
   something other than bytes: TypeError) fails the C call cleanly: save
   writes nothing, load rolls every state back.  ctx.save/ctx.load then
   raise the rngsnap.Error of the C call *from* that exception: it is the
-  Error's __cause__, with its traceback.  save() is called once per C
+  Error's __cause__, with its traceback; a KeyboardInterrupt or
+  SystemExit in one is raised as itself.  save() is called once per C
   size/save pair (its bytes are kept between the two); a load calls it
   too, for the size hint and for the backup it rolls back to.
 - Draws, save, load and the multi-rank calls release the GIL; callables

@@ -7,7 +7,8 @@
  * load also calls size() alone once first, as a hint).  An exception in a
  * callable, or a save() returning something other than bytes, makes the
  * callback return nonzero (the C load then rolls back) and is kept as the
- * context's pending exception, re-raised as the Error's __cause__.
+ * context's pending exception, re-raised as the Error's __cause__ (a
+ * KeyboardInterrupt or SystemExit as itself: errors.c).
  */
 #include "rngsnap_py.h"
 
