@@ -255,3 +255,36 @@ def test_dropped_context_in_a_cycle_through_a_stream_is_freed():
     del c
     gc.collect()
     assert ref() is None
+
+
+def test_out_buffer_is_held_for_the_whole_draw(ctx):
+    # Another thread resizing out= while the draw runs without the GIL
+    # must be refused (BufferError): the draw holds the exported buffer.
+    import array
+    import threading
+    s = ctx.stream("cpu", 0, "default")
+    n = 1 << 24  # 16 Mi normals: ~0.5 s
+    buf = array.array("d", bytes(8 * n))
+    started, done = threading.Event(), threading.Event()
+
+    def draw():
+        started.set()
+        s.generate("normal_f64", out=buf)
+        done.set()
+
+    t = threading.Thread(target=draw)
+    t.start()
+    started.wait()
+    refused = 0
+    while not done.is_set():
+        try:
+            buf.append(0.0)
+        except BufferError:
+            refused += 1
+            continue
+        if refused:
+            break  # the draw has finished and released it
+        buf.pop()  # the draw had not started yet: try again
+    t.join()
+    assert refused > 0
+    assert len(buf) in (n, n + 1)
