@@ -74,20 +74,27 @@ static void print_json_ok(const char *path, const rngsnap_file *f)
     printf("\"%016" PRIx64 "\"\n}\n", h->file_checksum);
 }
 
-/* After a failed cli_file_open: the reason as JSON (stderr has it too). */
+/* Declared in folder.h: the folder form adds its stray files. */
+void verify_json_error_open(const char *path, int *n, const char *sep)
+{
+    int code;
+    const char *msg = cli_file_error(&code);
+    fputs("{\n  ", stdout);
+    json_key(stdout, n, sep, "file");
+    json_string(stdout, path);
+    json_key(stdout, n, sep, "ok");
+    json_bool(stdout, 0);
+    json_key(stdout, n, sep, "error");
+    json_string(stdout, msg);
+    json_key(stdout, n, sep, "error_code");
+    json_string(stdout, rngsnap_error_name(code));
+}
+
+/* After a failed cli_file_open: the reason as JSON. */
 static void print_json_error(const char *path)
 {
-    int code, n = 0;
-    const char *msg = cli_file_error(&code), *sep = ",\n  ";
-    fputs("{\n  ", stdout);
-    json_key(stdout, &n, sep, "file");
-    json_string(stdout, path);
-    json_key(stdout, &n, sep, "ok");
-    json_bool(stdout, 0);
-    json_key(stdout, &n, sep, "error");
-    json_string(stdout, msg);
-    json_key(stdout, &n, sep, "error_code");
-    json_string(stdout, rngsnap_error_name(code));
+    int n = 0;
+    verify_json_error_open(path, &n, ",\n  ");
     fputs("\n}\n", stdout);
 }
 

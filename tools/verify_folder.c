@@ -162,17 +162,9 @@ static void print_json(const char *dir, const rngsnap_manifest *m,
  * an uncommitted save left behind. */
 static void print_json_error(const char *dir, int why)
 {
-    int code, n = 0;
-    const char *msg = cli_file_error(&code), *sep = ",\n  ";
-    fputs("{\n  ", stdout);
-    json_key(stdout, &n, sep, "file");
-    json_string(stdout, dir);
-    json_key(stdout, &n, sep, "ok");
-    json_bool(stdout, 0);
-    json_key(stdout, &n, sep, "error");
-    json_string(stdout, msg);
-    json_key(stdout, &n, sep, "error_code");
-    json_string(stdout, rngsnap_error_name(code));
+    int n = 0;
+    const char *sep = ",\n  ";
+    verify_json_error_open(dir, &n, sep);
     if (why == FOLDER_NO_MANIFEST) {
         char **names = folder_stray_names(dir);
         json_key(stdout, &n, sep, "stray_files");
