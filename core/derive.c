@@ -55,23 +55,6 @@ static void derive_at(const rngsnap_philox *pos, uint64_t k0, uint64_t k1,
     at->offset = 0;
 }
 
-/* The resume gate, as for draws (registry.c). */
-static int derive_gate(rngsnap_stream *s, const char *call)
-{
-    int rc = rs_check_usable(s->ctx);
-    if (rc)
-        return rc;
-    if (atomic_load_explicit(&s->ctx->awaiting_load, memory_order_acquire)) {
-        char label[600];
-        return rs_error(s->ctx, RNGSNAP_E_ORDER, "%s on stream %s refused: "
-                        "the context was opened with RNGSNAP_RESUME and no "
-                        "checkpoint has been loaded yet (call rngsnap_load "
-                        "first)", call, rs_stream_label(s, label,
-                                                        sizeof label));
-    }
-    return RNGSNAP_OK;
-}
-
 /* Keyed streams need the built-in Philox state layout. */
 static int need_philox(rngsnap_stream *s, const char *call)
 {
@@ -92,15 +75,9 @@ static int need_philox(rngsnap_stream *s, const char *call)
 int rngsnap_derive(rngsnap_stream *s, uint64_t k0, uint64_t k1,
                    rngsnap_philox *at)
 {
-    if (!s)
-        return rs_error(NULL, RNGSNAP_E_INVALID,
-                        "rngsnap_derive: stream is NULL");
-    char label[600];
-    if (!at)
-        return rs_error(s->ctx, RNGSNAP_E_INVALID, "rngsnap_derive on %s: "
-                        "at is NULL", rs_stream_label(s, label,
-                                                      sizeof label));
-    int rc = derive_gate(s, "rngsnap_derive");
+    int rc = rs_stream_at_args(s, at, "rngsnap_derive");
+    if (!rc)
+        rc = rs_stream_gate(s, "rngsnap_derive");
     if (!rc)
         rc = need_philox(s, "rngsnap_derive");
     if (rc)
@@ -150,14 +127,10 @@ static int draw_at_locked(rngsnap_stream *s, rngsnap_philox *at,
 int rngsnap_generate_at(rngsnap_stream *s, rngsnap_philox *at,
                         rngsnap_dist dist, void *out, size_t n)
 {
-    if (!s)
-        return rs_error(NULL, RNGSNAP_E_INVALID,
-                        "rngsnap_generate_at: stream is NULL");
+    int rc = rs_stream_at_args(s, at, "rngsnap_generate_at");
+    if (rc)
+        return rc;
     char label[600];
-    if (!at)
-        return rs_error(s->ctx, RNGSNAP_E_INVALID, "rngsnap_generate_at on "
-                        "%s: at is NULL", rs_stream_label(s, label,
-                                                          sizeof label));
     if ((unsigned)dist >= RNGSNAP_DIST_COUNT)
         return rs_error(s->ctx, RNGSNAP_E_INVALID, "rngsnap_generate_at on "
                         "%s: unknown distribution %d", rs_stream_label(s,
@@ -171,7 +144,7 @@ int rngsnap_generate_at(rngsnap_stream *s, rngsnap_philox *at,
         return rs_error(s->ctx, RNGSNAP_E_INVALID, "rngsnap_generate_at on "
                         "%s: n = %zu values is too many", rs_stream_label(s,
                         label, sizeof label), n);
-    int rc = derive_gate(s, "rngsnap_generate_at");
+    rc = rs_stream_gate(s, "rngsnap_generate_at");
     if (!rc)
         rc = need_philox(s, "rngsnap_generate_at");
     if (rc || n == 0)

@@ -506,19 +506,28 @@ static int save_ranks_locked(job *j, unsigned flags)
     return rc;
 }
 
-RNGSNAP_API int rngsnap_save_ranks(rngsnap *ctx, const rngsnap_comm *comm,
-                                   const char *dir, unsigned flags)
+/* The public calls: check the communicator, then run op's steps with the
+ * context locked for the whole call. */
+static int run_job(rngsnap *ctx, const rngsnap_comm *comm, const char *dir,
+                   unsigned flags, const char *op,
+                   int (*steps)(job *j, unsigned flags))
 {
     if (!ctx)
         return RNGSNAP_E_INVALID;
     rs_ctx_lock(ctx);
-    int rc = comm_usable(ctx, comm, "save_ranks");
+    int rc = comm_usable(ctx, comm, op);
     if (!rc) {
-        job j = {ctx, comm, "save_ranks", dir ? dir : "", 0, ""};
-        rc = save_ranks_locked(&j, flags);
+        job j = {ctx, comm, op, dir ? dir : "", 0, ""};
+        rc = steps(&j, flags);
     }
     rs_ctx_unlock(ctx);
     return rc;
+}
+
+RNGSNAP_API int rngsnap_save_ranks(rngsnap *ctx, const rngsnap_comm *comm,
+                                   const char *dir, unsigned flags)
+{
+    return run_job(ctx, comm, dir, flags, "save_ranks", save_ranks_locked);
 }
 
 /* ---- load ---------------------------------------------------------------- */
@@ -736,14 +745,5 @@ out:
 RNGSNAP_API int rngsnap_load_ranks(rngsnap *ctx, const rngsnap_comm *comm,
                                    const char *dir, unsigned flags)
 {
-    if (!ctx)
-        return RNGSNAP_E_INVALID;
-    rs_ctx_lock(ctx);
-    int rc = comm_usable(ctx, comm, "load_ranks");
-    if (!rc) {
-        job j = {ctx, comm, "load_ranks", dir ? dir : "", 0, ""};
-        rc = load_ranks_locked(&j, flags);
-    }
-    rs_ctx_unlock(ctx);
-    return rc;
+    return run_job(ctx, comm, dir, flags, "load_ranks", load_ranks_locked);
 }

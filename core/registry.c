@@ -218,7 +218,7 @@ int rngsnap_stream_find(rngsnap *ctx, const char *backend, int device,
 
 /* ---- drawing, behind the resume gate ---------------------------------- */
 
-static int gate(rngsnap_stream *s, const char *call)
+int rs_stream_gate(rngsnap_stream *s, const char *call)
 {
     struct rngsnap *ctx = s->ctx;
     int rc = rs_check_usable(ctx);
@@ -263,7 +263,7 @@ int rngsnap_generate(rngsnap_stream *s, rngsnap_dist dist, void *out,
         return rs_error(s->ctx, RNGSNAP_E_INVALID, "rngsnap_generate on %s: "
                         "n = %zu values is too many", rs_stream_label(s,
                         label, sizeof label), n);
-    int rc = gate(s, "rngsnap_generate");
+    int rc = rs_stream_gate(s, "rngsnap_generate");
     if (rc || n == 0)
         return rc;
     unsigned long mark = rs_error_mark();
@@ -273,17 +273,25 @@ int rngsnap_generate(rngsnap_stream *s, rngsnap_dist dist, void *out,
     return rc ? call_failed(s, rc, "generate", mark) : RNGSNAP_OK;
 }
 
-int rngsnap_reserve(rngsnap_stream *s, uint64_t n, rngsnap_philox *at)
+int rs_stream_at_args(rngsnap_stream *s, const rngsnap_philox *at,
+                      const char *call)
 {
     if (!s)
-        return rs_error(NULL, RNGSNAP_E_INVALID,
-                        "rngsnap_reserve: stream is NULL");
+        return rs_error(NULL, RNGSNAP_E_INVALID, "%s: stream is NULL", call);
     char label[600];
     if (!at)
-        return rs_error(s->ctx, RNGSNAP_E_INVALID, "rngsnap_reserve on %s: "
-                        "at is NULL", rs_stream_label(s, label,
-                                                      sizeof label));
-    int rc = gate(s, "rngsnap_reserve");
+        return rs_error(s->ctx, RNGSNAP_E_INVALID, "%s on %s: at is NULL",
+                        call, rs_stream_label(s, label, sizeof label));
+    return RNGSNAP_OK;
+}
+
+int rngsnap_reserve(rngsnap_stream *s, uint64_t n, rngsnap_philox *at)
+{
+    int rc = rs_stream_at_args(s, at, "rngsnap_reserve");
+    if (rc)
+        return rc;
+    char label[600];
+    rc = rs_stream_gate(s, "rngsnap_reserve");
     if (rc)
         return rc;
     if (!RNGSNAP_BACKEND_HAS(s->backend->vt, reserve))
