@@ -72,10 +72,12 @@ px_fill_fn px_fill_for(philox_isa isa)
     return (unsigned)isa < PHILOX_ISA_COUNT ? px_fills[isa] : NULL;
 }
 
-/* Non-temporal stores measured slower than plain ones on the machine of
- * docs/performance.md (12 vs 19 GB/s at 256 MiB), so they are off unless
- * RNGSNAP_PHILOX_NT_MIN=<bytes> asks for them (philox_select.c). */
-size_t px_nt_threshold = SIZE_MAX;
+px_convert_fn px_convert_for(philox_isa isa)
+{
+    if (px_fill_for(isa) == NULL)
+        return NULL;
+    return isa == PHILOX_ISA_AVX2 ? px_convert_avx2 : px_convert_blocks;
+}
 
 /* nw consecutive words of the stream from word offset off. */
 static void px_words(px_fill_fn fill, const rngsnap_philox *p, uint64_t off,
@@ -224,7 +226,7 @@ int philox_generate_isa(rngsnap_philox *st, rngsnap_dist dist, void *out,
         if (nb > 0) {
             px_ctr c = {{(uint32_t)st->seed, (uint32_t)(st->seed >> 32)},
                         off / 4, st->subsequence};
-            fill(dist, &c, o, nb, nb * 16 >= px_nt_threshold);
+            fill(dist, &c, o, nb, nb * 16 >= px_tune.nt_min);
             size_t vals = nb * 4 / u->words * u->values;
             off += nb * 4;
             o += vals * u->size;

@@ -16,21 +16,19 @@
 
 /* Groups of 8 blocks interleaved per step.  Measured on an AMD EPYC
  * (Zen 3), see docs/performance.md "AVX2 layout (issue 11 item 1)"; the
- * best count on one CPU need not be the best on another. */
+ * best count on one CPU need not be the best on another.  The size from
+ * which PX_G_LARGE runs is px_tune.large_min (per CPU family). */
 #ifndef PX_G
-#define PX_G 6 /* fills below PX_PREFETCH_MIN */
+#define PX_G 6 /* fills below px_tune.large_min */
 #endif
 #ifndef PX_G_LARGE
-#define PX_G_LARGE 3 /* fills from PX_PREFETCH_MIN on */
+#define PX_G_LARGE 3 /* fills from px_tune.large_min on */
 #endif
 #define PX_GMAX (PX_G > PX_G_LARGE ? PX_G : PX_G_LARGE)
 #define PX_UNROLL_G _Pragma("GCC unroll 8")
-/* Fills of at least PX_PREFETCH_MIN bytes prefetch each output line
- * PX_PREFETCH_AHEAD bytes ahead for writing (prefetchw: the read a store
- * miss needs starts early; a no-op on CPUs without it). */
-#ifndef PX_PREFETCH_MIN
-#define PX_PREFETCH_MIN ((size_t)4 << 20)
-#endif
+/* Fills of at least px_tune.prefetch_min bytes (plain stores) prefetch
+ * each output line PX_PREFETCH_AHEAD bytes ahead for writing (prefetchw:
+ * the read a store miss needs starts early; a no-op on CPUs without it). */
 #ifndef PX_PREFETCH_AHEAD
 #define PX_PREFETCH_AHEAD 2048
 #endif
@@ -232,7 +230,7 @@ px256_fill_direct(rngsnap_dist dist, const px_ctr *c, void *out,
     uint64_t block = c->block;
     char *o = out;
     __m256i v[4 * PX_GMAX];
-    const int pf = !nt && nblocks * 16 >= PX_PREFETCH_MIN;
+    const int pf = !nt && nblocks * 16 >= px_tune.prefetch_min;
     if (nt && ((uintptr_t)o & 15) != 0)
         nt = 0;
     if (nt && ((uintptr_t)o & 31) != 0 && nblocks > 0) { /* reach 32 bytes */
@@ -291,7 +289,7 @@ px256_fill_direct(rngsnap_dist dist, const px_ctr *c, void *out,
 static __attribute__((noinline)) void
 px256_fill_words(const px_ctr *c, void *out, size_t nblocks, int nt)
 {
-    if (nblocks * 16 >= PX_PREFETCH_MIN)
+    if (nblocks * 16 >= px_tune.large_min)
         px256_fill_direct(RNGSNAP_U32, c, out, nblocks, nt, PX_G_LARGE);
     else
         px256_fill_direct(RNGSNAP_U32, c, out, nblocks, nt, PX_G);
@@ -300,7 +298,7 @@ px256_fill_words(const px_ctr *c, void *out, size_t nblocks, int nt)
 static __attribute__((noinline)) void
 px256_fill_f32(const px_ctr *c, void *out, size_t nblocks, int nt)
 {
-    if (nblocks * 16 >= PX_PREFETCH_MIN)
+    if (nblocks * 16 >= px_tune.large_min)
         px256_fill_direct(RNGSNAP_F32, c, out, nblocks, nt, PX_G_LARGE);
     else
         px256_fill_direct(RNGSNAP_F32, c, out, nblocks, nt, PX_G);
@@ -309,17 +307,187 @@ px256_fill_f32(const px_ctr *c, void *out, size_t nblocks, int nt)
 static __attribute__((noinline)) void
 px256_fill_f64(const px_ctr *c, void *out, size_t nblocks, int nt)
 {
-    if (nblocks * 16 >= PX_PREFETCH_MIN)
+    if (nblocks * 16 >= px_tune.large_min)
         px256_fill_direct(RNGSNAP_F64, c, out, nblocks, nt, PX_G_LARGE);
     else
         px256_fill_direct(RNGSNAP_F64, c, out, nblocks, nt, PX_G);
+}
+
+/* ---- NORMAL_F64 ------------------------------------------------------
+ * px_normal_f64 (philox_convert.h) written in intrinsics, 4 blocks per
+ * vector and PX_NV vectors per iteration: the same IEEE operations in the
+ * same order for every value (the bits cannot change; the engine tests
+ * compare every path with the formula), but the ln, sin and cos Horner
+ * chains of PX_NV vectors interleaved instruction by instruction.  gcc
+ * does not schedule before register allocation on x86, so the written
+ * order is what the core sees; the vectorised C loop ran its chains one
+ * after another and stalled on their latency (docs/engine.md). */
+#define PX_NV 4
+/* Over the PX_NV vectors, always unrolled (else gcc keeps them on the
+ * stack). */
+#define PX_FOR_K _Pragma("GCC unroll 4") for (int k = 0; k < PX_NV; k++)
+
+static inline __attribute__((always_inline)) __m256d px256_d(double v)
+{
+    return _mm256_set1_pd(v);
+}
+
+/* Words w0..w3 of 4 blocks (16 consecutive words) into one vector each. */
+static inline __attribute__((always_inline)) void
+px256_load4(const uint32_t *w, __m128i x[4])
+{
+    __m128i r0 = _mm_loadu_si128((const __m128i *)w);
+    __m128i r1 = _mm_loadu_si128((const __m128i *)(w + 4));
+    __m128i r2 = _mm_loadu_si128((const __m128i *)(w + 8));
+    __m128i r3 = _mm_loadu_si128((const __m128i *)(w + 12));
+    __m128i t0 = _mm_unpacklo_epi32(r0, r1), t1 = _mm_unpackhi_epi32(r0, r1);
+    __m128i t2 = _mm_unpacklo_epi32(r2, r3), t3 = _mm_unpackhi_epi32(r2, r3);
+    x[0] = _mm_unpacklo_epi64(t0, t2);
+    x[1] = _mm_unpackhi_epi64(t0, t2);
+    x[2] = _mm_unpacklo_epi64(t1, t3);
+    x[3] = _mm_unpackhi_epi64(t1, t3);
+}
+
+static void px256_normal_f64(const uint32_t *w, double *out, size_t nblocks)
+{
+    const __m128i sign32 = _mm_set1_epi32((int)0x80000000u);
+    const __m256i mant = _mm256_set1_epi64x(0x000fffffffffffffLL);
+    const __m256i one = _mm256_set1_epi64x(0x3ff0000000000000LL);
+    const __m256i sqrt2 = _mm256_set1_epi64x(0x3ff6a09e667f3bcdLL);
+    const __m256i bit52 = _mm256_set1_epi64x(0x0010000000000000LL);
+    const __m256i two52 = _mm256_set1_epi64x(0x4330000000000000LL);
+    size_t i = 0;
+    for (; i + 4 * PX_NV <= nblocks; i += 4 * PX_NV) {
+        __m256d a[PX_NV], za[PX_NV], s[PX_NV], z[PX_NV], fe[PX_NV];
+        __m256d p[PX_NV], ps[PX_NV], pc[PX_NV];
+        __m256i q[PX_NV];
+        PX_FOR_K {
+            __m128i x[4];
+            px256_load4(w + 4 * (i + 4 * (size_t)k), x);
+            /* u1 = unit(w1) + ((w0 >> 11) + 1) * 2^-53 */
+            __m256d x1 = _mm256_add_pd(
+                _mm256_mul_pd(_mm256_cvtepi32_pd(_mm_xor_si128(x[1], sign32)),
+                              px256_d(0x1p-32)),
+                px256_d(0.5));
+            __m256d x0 = _mm256_mul_pd(
+                _mm256_cvtepi32_pd(_mm_add_epi32(_mm_srli_epi32(x[0], 11),
+                                                 _mm_set1_epi32(1))),
+                px256_d(0x1p-53));
+            __m256d u1 = _mm256_add_pd(x1, x0);
+            /* quarter turn q and the angle a */
+            __m128i q32 = _mm_srli_epi32(
+                _mm_add_epi32(x[3], _mm_set1_epi32(1 << 29)), 30);
+            __m128i h = _mm_sub_epi32(x[3], _mm_slli_epi32(q32, 30));
+            __m256d t = _mm256_add_pd(
+                _mm256_mul_pd(_mm256_cvtepi32_pd(h), px256_d(0x1p-30)),
+                _mm256_mul_pd(_mm256_cvtepi32_pd(_mm_srli_epi32(x[2], 11)),
+                              px256_d(0x1p-51)));
+            a[k] = _mm256_mul_pd(t, px256_d(1.57079632679489661923));
+            q[k] = _mm256_cvtepu32_epi64(q32);
+            /* ln: exponent e and mantissa m in [sqrt(2)/2, sqrt(2)) */
+            __m256i b = _mm256_castpd_si256(u1);
+            __m256i mb = _mm256_or_si256(_mm256_and_si256(b, mant), one);
+            __m256i big = _mm256_cmpgt_epi64(mb, sqrt2); /* all ones */
+            mb = _mm256_sub_epi64(mb, _mm256_and_si256(big, bit52));
+            /* e + 1023 (0..1024) made a double exactly: 2^52 + n - 2^52 */
+            __m256i eb = _mm256_sub_epi64(_mm256_srli_epi64(b, 52), big);
+            fe[k] = _mm256_sub_pd(
+                _mm256_sub_pd(_mm256_castsi256_pd(_mm256_or_si256(eb, two52)),
+                              px256_d(0x1p52)),
+                px256_d(1023.0));
+            __m256d f = _mm256_sub_pd(_mm256_castsi256_pd(mb), px256_d(1.0));
+            s[k] = _mm256_div_pd(f, _mm256_add_pd(px256_d(2.0), f));
+            za[k] = _mm256_mul_pd(a[k], a[k]);
+            ps[k] = px256_d(1.0 / 355687428096000.0);   /* 1/17!  */
+            pc[k] = px256_d(-1.0 / 6402373705728000.0); /* -1/18! */
+            p[k] = px256_d(2.0 / 21.0);
+        }
+        /* the Horner chains, in px_log's and px_sincos_kernel's order */
+#define PX_STEP(acc, c, zz)                                                 \
+    PX_FOR_K                                         \
+        acc[k] = _mm256_add_pd(px256_d(c), _mm256_mul_pd(zz[k], acc[k]))
+        PX_STEP(ps, -1.0 / 1307674368000.0, za);
+        PX_STEP(pc, 1.0 / 20922789888000.0, za);
+        PX_FOR_K
+            z[k] = _mm256_mul_pd(s[k], s[k]);
+        PX_STEP(ps, 1.0 / 6227020800.0, za);
+        PX_STEP(pc, -1.0 / 87178291200.0, za);
+        PX_STEP(p, 2.0 / 19.0, z);
+        PX_STEP(ps, -1.0 / 39916800.0, za);
+        PX_STEP(pc, 1.0 / 479001600.0, za);
+        PX_STEP(p, 2.0 / 17.0, z);
+        PX_STEP(ps, 1.0 / 362880.0, za);
+        PX_STEP(pc, -1.0 / 3628800.0, za);
+        PX_STEP(p, 2.0 / 15.0, z);
+        PX_STEP(ps, -1.0 / 5040.0, za);
+        PX_STEP(pc, 1.0 / 40320.0, za);
+        PX_STEP(p, 2.0 / 13.0, z);
+        PX_STEP(ps, 1.0 / 120.0, za);
+        PX_STEP(pc, -1.0 / 720.0, za);
+        PX_STEP(p, 2.0 / 11.0, z);
+        PX_STEP(ps, -1.0 / 6.0, za);
+        PX_STEP(pc, 1.0 / 24.0, za);
+        PX_STEP(p, 2.0 / 9.0, z);
+        PX_STEP(pc, -0.5, za);
+        PX_STEP(p, 2.0 / 7.0, z);
+        PX_STEP(p, 2.0 / 5.0, z);
+        PX_STEP(p, 2.0 / 3.0, z);
+#undef PX_STEP
+        PX_FOR_K {
+            __m256d sa = _mm256_add_pd(
+                a[k], _mm256_mul_pd(_mm256_mul_pd(a[k], za[k]), ps[k]));
+            __m256d ca = _mm256_add_pd(px256_d(1.0),
+                                       _mm256_mul_pd(za[k], pc[k]));
+            __m256d lm = _mm256_add_pd(
+                _mm256_add_pd(s[k], s[k]),
+                _mm256_mul_pd(_mm256_mul_pd(s[k], z[k]), p[k]));
+            __m256d lg = _mm256_add_pd(
+                _mm256_mul_pd(fe[k], px256_d(6.93147180369123816490e-01)),
+                _mm256_add_pd(lm, _mm256_mul_pd(
+                                      fe[k],
+                                      px256_d(1.90821492927058770002e-10))));
+            __m256d r = _mm256_sqrt_pd(_mm256_mul_pd(px256_d(-2.0), lg));
+            /* PX_QUADRANT: odd q swaps, q = 2, 3 negate the sine, q = 1, 2
+             * the cosine (sign-bit XORs: what unary minus does) */
+            __m256d swap = _mm256_castsi256_pd(_mm256_slli_epi64(q[k], 63));
+            __m256d so = _mm256_blendv_pd(sa, ca, swap);
+            __m256d co = _mm256_blendv_pd(ca, sa, swap);
+            __m256i two = _mm256_set1_epi64x(2);
+            so = _mm256_xor_pd(so, _mm256_castsi256_pd(_mm256_slli_epi64(
+                                       _mm256_and_si256(q[k], two), 62)));
+            co = _mm256_xor_pd(
+                co, _mm256_castsi256_pd(_mm256_slli_epi64(
+                        _mm256_and_si256(
+                            _mm256_add_epi64(q[k], _mm256_set1_epi64x(1)), two),
+                        62)));
+            __m256d z0 = _mm256_mul_pd(r, co), z1 = _mm256_mul_pd(r, so);
+            /* (z0, z1) of each block, blocks in order */
+            __m256d lo = _mm256_unpacklo_pd(z0, z1); /* blocks 0, 2 */
+            __m256d hi = _mm256_unpackhi_pd(z0, z1); /* blocks 1, 3 */
+            double *o = out + 2 * (i + 4 * (size_t)k);
+            _mm256_storeu_pd(o, _mm256_permute2f128_pd(lo, hi, 0x20));
+            _mm256_storeu_pd(o + 4, _mm256_permute2f128_pd(lo, hi, 0x31));
+        }
+    }
+    for (; i < nblocks; i++)
+        px_normal_f64(w[4 * i], w[4 * i + 1], w[4 * i + 2], w[4 * i + 3],
+                      &out[2 * i], &out[2 * i + 1]);
+}
+
+void px_convert_avx2(rngsnap_dist dist, const uint32_t *w, void *out,
+                     size_t nblocks)
+{
+    if (dist == RNGSNAP_NORMAL_F64)
+        px256_normal_f64(w, out, nblocks);
+    else
+        px_convert_loop(dist, w, out, nblocks);
 }
 
 void px_fill_avx2(rngsnap_dist dist, const px_ctr *c, void *out,
                   size_t nblocks, int nt)
 {
     px_fill_dispatch(dist, c, out, nblocks, nt, px256_fill_words,
-                     px256_fill_f32, px256_fill_f64);
+                     px256_fill_f32, px256_fill_f64, px_convert_avx2);
 }
 
 #else
@@ -327,5 +495,11 @@ void px_fill_avx2(rngsnap_dist dist, const px_ctr *c, void *out,
                   size_t nblocks, int nt)
 {
     px_fill_scalar(dist, c, out, nblocks, nt);
+}
+
+void px_convert_avx2(rngsnap_dist dist, const uint32_t *w, void *out,
+                     size_t nblocks)
+{
+    px_convert_loop(dist, w, out, nblocks);
 }
 #endif

@@ -203,7 +203,7 @@ void px_fill_avx512(rngsnap_dist dist, const px_ctr *c, void *out,
                     size_t nblocks, int nt)
 {
     px_fill_dispatch(dist, c, out, nblocks, nt, px512_fill_words,
-                     px512_fill_f32, px512_fill_f64);
+                     px512_fill_f32, px512_fill_f64, NULL);
 }
 
 #else /* not built for AVX-512: never selected, see philox_select.c */

@@ -47,6 +47,14 @@ px_fill_fn px_fill_for(philox_isa isa);
  * tail of every kernel for the normal distributions. */
 void px_convert_blocks(rngsnap_dist dist, const uint32_t *w, void *out,
                        size_t nblocks);
+/* The same signature: a path's conversion of whole blocks of words. */
+typedef void (*px_convert_fn)(rngsnap_dist dist, const uint32_t *w,
+                              void *out, size_t nblocks);
+/* avx2's own: NORMAL_F64 in intrinsics, the rest as px_convert_blocks. */
+void px_convert_avx2(rngsnap_dist, const uint32_t *, void *, size_t);
+/* The conversion a path's normals go through (never NULL for a path this
+ * build has): tests feed it edge words directly. */
+px_convert_fn px_convert_for(philox_isa isa);
 
 /* "scalar", "avx2", "avx512", "neon", "auto"; NULL for a bad value. */
 const char *philox_isa_name(philox_isa isa);
@@ -63,8 +71,22 @@ int philox_isa_resolve(philox_isa want, philox_isa *out, const char **why);
 int philox_generate_isa(rngsnap_philox *st, rngsnap_dist dist, void *out,
                         size_t n, philox_isa isa);
 
-/* Output size (bytes) from which fills use non-temporal stores: off
- * (SIZE_MAX) unless RNGSNAP_PHILOX_NT_MIN=<bytes> is set; tests set it. */
-extern size_t px_nt_threshold;
+/* What large fills do on this CPU family (philox_tune.c): each field the
+ * output size in bytes from which it applies, SIZE_MAX for never. */
+typedef struct px_tuning {
+    const char *family; /* the row's name: "AMD Zen 3", ..., "other"     */
+    size_t nt_min;       /* non-temporal stores (SIMD paths but neon)     */
+    size_t prefetch_min; /* prefetchw ahead of plain stores (avx2)        */
+    size_t large_min;    /* avx2: the kernel with fewer groups per step   */
+} px_tuning;
+
+/* The tuning fills use: set once with the ISA choice (the row of this
+ * processor's family, nt_min from RNGSNAP_PHILOX_NT_MIN when set); tests
+ * and the benchmark change it between fills, single-threaded. */
+extern px_tuning px_tune;
+/* The row for a cpuid vendor string, display family and model. */
+px_tuning px_tuning_for(const char *vendor, unsigned family, unsigned model);
+/* The row for this processor ("other" off x86). */
+px_tuning px_tuning_detect(void);
 
 #endif

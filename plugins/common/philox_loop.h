@@ -113,14 +113,17 @@ static inline void px_convert_loop(rngsnap_dist dist, const uint32_t *w,
 typedef void (*px_blocks_fn)(const px_ctr *c, void *out, size_t nblocks,
                              int nt);
 
-#define PX_NORMAL_CHUNK 256 /* blocks of words converted per batch */
+/* Blocks of words converted per batch: a multiple of every kernel's step
+ * (48 blocks on avx2 and avx512, 16 on neon), so that no batch ends in a
+ * partly used step. */
+#define PX_NORMAL_CHUNK 240
 
-/* Words from `words` into a small buffer, then converted to dist by the
- * shared loop: how a path serves a distribution it has no kernel of its
- * own for. */
+/* Words from `words` into a small buffer, then converted to dist by
+ * `convert` (NULL: the shared loop): how a path serves a distribution it
+ * has no kernel of its own for. */
 static inline void px_fill_converted(rngsnap_dist dist, const px_ctr *c,
                                      void *out, size_t nblocks,
-                                     px_blocks_fn words)
+                                     px_blocks_fn words, px_convert_fn convert)
 {
     uint32_t w[PX_NORMAL_CHUNK * 4] __attribute__((aligned(64)));
     px_ctr cc = *c;
@@ -128,7 +131,10 @@ static inline void px_fill_converted(rngsnap_dist dist, const px_ctr *c,
     while (nblocks > 0) {
         size_t nb = nblocks < PX_NORMAL_CHUNK ? nblocks : PX_NORMAL_CHUNK;
         words(&cc, w, nb, 0);
-        px_convert_loop(dist, w, o, nb);
+        if (convert != NULL)
+            convert(dist, w, o, nb);
+        else
+            px_convert_loop(dist, w, o, nb);
         cc.block += nb;
         o += nb * px_block_bytes(dist);
         nblocks -= nb;
@@ -137,11 +143,11 @@ static inline void px_fill_converted(rngsnap_dist dist, const px_ctr *c,
 
 /* The dispatch every SIMD file shares: integers and uniforms straight from
  * that file's kernels; normals as words into a cached buffer, then
- * converted (their conversion dominates; one loop serves every ISA). */
+ * converted by `convert` (NULL: the shared loop, which gcc vectorises). */
 static inline void px_fill_dispatch(rngsnap_dist dist, const px_ctr *c,
                                     void *out, size_t nblocks, int nt,
                                     px_blocks_fn words, px_blocks_fn f32,
-                                    px_blocks_fn f64)
+                                    px_blocks_fn f64, px_convert_fn convert)
 {
     switch (dist) {
     case RNGSNAP_U32:
@@ -155,7 +161,7 @@ static inline void px_fill_dispatch(rngsnap_dist dist, const px_ctr *c,
         f64(c, out, nblocks, nt);
         return;
     default:
-        px_fill_converted(dist, c, out, nblocks, words);
+        px_fill_converted(dist, c, out, nblocks, words, convert);
         return;
     }
 }

@@ -29,3 +29,9 @@ void px_fill_scalar(rngsnap_dist dist, const px_ctr *c, void *out,
         nblocks -= nb;
     }
 }
+
+void px_convert_blocks(rngsnap_dist dist, const uint32_t *w, void *out,
+                       size_t nblocks)
+{
+    px_convert_loop(dist, w, out, nblocks);
+}

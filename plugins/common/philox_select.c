@@ -69,12 +69,13 @@ static void px_select_init(void)
 #endif
     for (int i = 0; i < PHILOX_ISA_COUNT; i++)
         px_ok[i] = philox_isa_supported((philox_isa)i) != 0;
+    px_tune = px_tuning_detect();
     const char *nt = getenv("RNGSNAP_PHILOX_NT_MIN");
     if (nt != NULL && *nt != '\0') {
         char *end;
         unsigned long long b = strtoull(nt, &end, 10);
         if (*end == '\0')
-            px_nt_threshold = (size_t)b;
+            px_tune.nt_min = (size_t)b;
     }
     const char *v = getenv("RNGSNAP_PHILOX_ISA");
     int want = (v == NULL || *v == '\0') ? PHILOX_ISA_AUTO

@@ -4,6 +4,7 @@
  * pool; then (bench_api.c) open, one draw through a handle, save and load.
  * Prints a table and one JSON line per figure ("--json": JSON only).
  * Usage: rngsnap-bench [--quick] [--json] [--runs N]
+ *                      [--only fill|paths|threads|api]
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -163,7 +164,7 @@ static void run_ref_native(void *a)
 static void run_curand(void *a)
 {
     fill_job *j = a;
-    size_t vs = j->curand_what == 2 ? 8 : 4;
+    size_t vs = j->curand_what == 2 || j->curand_what == 4 ? 8 : 4;
     if (bench_curand_fill(j->curand_what, j->buf, j->bytes / vs) != 0)
         abort();
 }
@@ -248,8 +249,8 @@ static void bench_fill(void *buf)
         }
         if (bytes >= (64u << 20)) {
             /* non-temporal stores (off by default: RNGSNAP_PHILOX_NT_MIN) */
-            size_t keep = px_nt_threshold;
-            px_nt_threshold = 0;
+            size_t keep = px_tune.nt_min;
+            px_tune.nt_min = 0;
             j.dist = RNGSNAP_U32;
             j.isa = PHILOX_ISA_AUTO;
             char impl[64];
@@ -257,7 +258,7 @@ static void bench_fill(void *buf)
                      philox_isa_name(best));
             fill_row(impl, philox_isa_name(best), "u32", bytes,
                      bench_time(run_engine, &j), ms);
-            px_nt_threshold = keep;
+            px_tune.nt_min = keep;
         }
         for (int isa = PHILOX_ISA_SCALAR; isa < PHILOX_ISA_COUNT; isa++) {
             if (isa == (int)best || !philox_isa_supported((philox_isa)isa))
@@ -284,8 +285,8 @@ static void bench_fill(void *buf)
         double t_cr = 0;
         if (have_curand) {
             static const char *const cr_names[] = {"u32", "f32", "f64",
-                                                   "normal_f32"};
-            for (int w = 0; w < 4; w++) {
+                                                   "normal_f32", "normal_f64"};
+            for (int w = 0; w < 5; w++) {
                 j.curand_what = w;
                 double t = bench_time(run_curand, &j);
                 if (w == 0)
@@ -452,11 +453,20 @@ static void bench_targets(void)
 
 int main(int argc, char **argv)
 {
+    const char *only = NULL; /* --only fill|paths|threads|api */
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--quick") == 0) {
             B.quick = 1;
             B.runs = 3;
             B.min_s = 0.01;
+        } else if (strcmp(argv[i], "--only") == 0 && i + 1 < argc) {
+            only = argv[++i];
+            if (strcmp(only, "fill") != 0 && strcmp(only, "paths") != 0 &&
+                strcmp(only, "threads") != 0 && strcmp(only, "api") != 0) {
+                fprintf(stderr, "%s: --only %s: unknown section "
+                        "(fill, paths, threads or api)\n", argv[0], only);
+                return 2;
+            }
         } else if (strcmp(argv[i], "--json") == 0) {
             B.json_only = 1;
         } else if (strcmp(argv[i], "--runs") == 0 && i + 1 < argc) {
@@ -464,7 +474,9 @@ int main(int argc, char **argv)
             if (B.runs < 1)
                 B.runs = 1;
         } else {
-            fprintf(stderr, "usage: %s [--quick] [--json] [--runs N]\n",
+            fprintf(stderr,
+                    "usage: %s [--quick] [--json] [--runs N] "
+                    "[--only fill|paths|threads|api]\n",
                     argv[0]);
             return 2;
         }
@@ -481,10 +493,16 @@ int main(int argc, char **argv)
     if (!B.json_only)
         printf("rngsnap-bench%s: median of %d runs, each >= %.0f ms\n",
                B.quick ? " --quick" : "", B.runs, B.min_s * 1e3);
-    bench_fill(buf);
-    bench_threads(buf);
-    bench_api();
-    bench_targets();
+    if (only == NULL || strcmp(only, "fill") == 0)
+        bench_fill(buf);
+    if (only == NULL || strcmp(only, "paths") == 0)
+        bench_paths(buf, cap);
+    if (only == NULL || strcmp(only, "threads") == 0)
+        bench_threads(buf);
+    if (only == NULL || strcmp(only, "api") == 0)
+        bench_api();
+    if (only == NULL)
+        bench_targets();
     free(buf);
     return 0;
 }

@@ -73,10 +73,15 @@ void bench_ref_fill_native(uint64_t seed, uint64_t sub, uint64_t block,
 /* cuRAND's host generator through dlopen (bench_curand.c). */
 int bench_curand_load(char *why, size_t len);
 /* 0 on success; dist 0 = curandGenerate (u32), 1 = GenerateUniform (f32),
- * 2 = GenerateUniformDouble, 3 = GenerateNormal (f32). */
+ * 2 = GenerateUniformDouble, 3 = GenerateNormal (f32),
+ * 4 = GenerateNormalDouble. */
 int bench_curand_fill(int what, void *out, size_t n);
 
 /* Parts through the public API (bench_api.c). */
 void bench_api(void);
+
+/* Each SIMD path against the native loop, and large fills each way
+ * (bench_paths.c); buf holds cap bytes. */
+void bench_paths(void *buf, size_t cap);
 
 #endif

@@ -16,12 +16,15 @@ typedef int (*gen_u32_fn)(void *gen, unsigned int *out, size_t n);
 typedef int (*gen_f32_fn)(void *gen, float *out, size_t n);
 typedef int (*gen_f64_fn)(void *gen, double *out, size_t n);
 typedef int (*gen_nf32_fn)(void *gen, float *out, size_t n, float m, float s);
+typedef int (*gen_nf64_fn)(void *gen, double *out, size_t n, double m,
+                           double s);
 
 static void *gen;
 static gen_u32_fn gen_u32;
 static gen_f32_fn gen_f32;
 static gen_f64_fn gen_f64;
 static gen_nf32_fn gen_nf32;
+static gen_nf64_fn gen_nf64;
 
 int bench_curand_load(char *why, size_t len)
 {
@@ -40,7 +43,9 @@ int bench_curand_load(char *why, size_t len)
     gen_f32 = (gen_f32_fn)dlsym(h, "curandGenerateUniform");
     gen_f64 = (gen_f64_fn)dlsym(h, "curandGenerateUniformDouble");
     gen_nf32 = (gen_nf32_fn)dlsym(h, "curandGenerateNormal");
-    if (!create || !seed || !gen_u32 || !gen_f32 || !gen_f64 || !gen_nf32) {
+    gen_nf64 = (gen_nf64_fn)dlsym(h, "curandGenerateNormalDouble");
+    if (!create || !seed || !gen_u32 || !gen_f32 || !gen_f64 || !gen_nf32 ||
+        !gen_nf64) {
         snprintf(why, len, "libcurand lacks the host generator API");
         return -1;
     }
@@ -60,6 +65,7 @@ int bench_curand_fill(int what, void *out, size_t n)
     case 0: return gen_u32(gen, out, n);
     case 1: return gen_f32(gen, out, n);
     case 2: return gen_f64(gen, out, n);
-    default: return gen_nf32(gen, out, n & ~(size_t)1, 0.0f, 1.0f);
+    case 3: return gen_nf32(gen, out, n & ~(size_t)1, 0.0f, 1.0f);
+    default: return gen_nf64(gen, out, n & ~(size_t)1, 0.0, 1.0);
     }
 }

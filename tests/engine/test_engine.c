@@ -204,13 +204,42 @@ static void test_paths_equal_scalar(void **state)
     free(b);
 }
 
-/* Large fills (non-temporal stores, every alignment) equal scalar. */
+/* The per-family rows: each known family gets its row, a neighbour
+ * outside the row's model range and another vendor get "other". */
+static void test_tuning_rows(void **state)
+{
+    (void)state;
+    assert_string_equal(px_tuning_for("AuthenticAMD", 0x19, 0x01).family,
+                        "AMD Zen 3");
+    assert_string_equal(px_tuning_for("AuthenticAMD", 0x19, 0x21).family,
+                        "AMD Zen 3");
+    /* family 19h model 11h is Zen 4: no row of its own */
+    assert_string_equal(px_tuning_for("AuthenticAMD", 0x19, 0x11).family,
+                        "other");
+    px_tuning z5 = px_tuning_for("AuthenticAMD", 0x1A, 0x02);
+    assert_string_equal(z5.family, "AMD Zen 5");
+    assert_true(z5.nt_min == SIZE_MAX); /* measured slower there */
+    assert_string_equal(px_tuning_for("GenuineIntel", 0x06, 0x8F).family,
+                        "other");
+    assert_string_equal(px_tuning_for(NULL, 0x19, 0x01).family, "other");
+}
+
+/* Large fills equal scalar, every way a CPU family's row can write them
+ * (non-temporal stores, prefetchw, 6 or 3 groups per step on avx2), at
+ * every alignment. */
 static void test_large_fills(void **state)
 {
     (void)state;
-    size_t saved = px_nt_threshold;
-    px_nt_threshold = (size_t)1 << 20; /* exercise the streaming stores */
-    size_t n = (px_nt_threshold / 4) + 12345;
+    const size_t M = SIZE_MAX, mib = (size_t)1 << 20;
+    const px_tuning ways[] = {
+        {"non-temporal, small kernel", mib, M, M},
+        {"non-temporal, large kernel", mib, M, 0},
+        {"prefetchw, small kernel", M, mib, M},
+        {"prefetchw, large kernel", M, mib, 0},
+        {"plain, large kernel", M, M, 0},
+    };
+    px_tuning saved = px_tune;
+    size_t n = (mib / 4) + 12345;
     unsigned char *a = malloc(n * 8 + 64), *b = malloc(n * 8 + 64);
     assert_non_null(a);
     assert_non_null(b);
@@ -221,14 +250,21 @@ static void test_large_fills(void **state)
         size_t nd = n / (vsize((rngsnap_dist)d) / 4);
         assert_int_equal(philox_generate_isa(&sa, (rngsnap_dist)d, a + mis, nd,
                                              PHILOX_ISA_SCALAR), RNGSNAP_OK);
-        for (int p = 1; p < npaths; p++) {
-            rngsnap_philox sb = s0;
-            assert_int_equal(philox_generate_isa(&sb, (rngsnap_dist)d, b + mis,
-                                                 nd, paths[p]), RNGSNAP_OK);
-            assert_memory_equal(a + mis, b + mis, nd * vsize((rngsnap_dist)d));
+        for (size_t wi = 0; wi < sizeof ways / sizeof ways[0]; wi++) {
+            for (int p = 1; p < npaths; p++) {
+                rngsnap_philox sb = s0;
+                px_tune = ways[wi];
+                int rc = philox_generate_isa(&sb, (rngsnap_dist)d, b + mis,
+                                             nd, paths[p]);
+                px_tune = saved;
+                assert_int_equal(rc, RNGSNAP_OK);
+                if (memcmp(a + mis, b + mis, nd * vsize((rngsnap_dist)d)) != 0)
+                    fail_msg("%s, %s: dist %d differs from scalar",
+                             ways[wi].family, philox_isa_name(paths[p]), d);
+            }
         }
     }
-    px_nt_threshold = saved;
+    px_tune = saved;
     free(a);
     free(b);
 }
@@ -592,6 +628,7 @@ int main(void)
         cmocka_unit_test(test_curand_streams_every_path),
         cmocka_unit_test(test_paths_equal_scalar),
         cmocka_unit_test(test_large_fills),
+        cmocka_unit_test(test_tuning_rows),
         cmocka_unit_test(test_uniform_formulas),
         cmocka_unit_test(test_math_bounds),
         cmocka_unit_test(test_normals),

@@ -7,6 +7,9 @@
  *  - every block of 4 words drawn from 29 edge words (quarter-turn and
  *    rounding boundaries, 0, all ones: 29^4 blocks), plus 2^20 random ones,
  *    through px_normal_f64 itself;
+ *  - the same edge and random blocks through each path's own conversion
+ *    (px_convert_for: avx2 has NORMAL_F64 in intrinsics), in runs whose
+ *    lengths reach every tail;
  *  - fills on every ISA path this CPU supports (the vectorised loop, the
  *    tails, odd counts and unaligned starts) against the formula applied
  *    to the same position's words.
@@ -80,6 +83,54 @@ static void test_edge_and_random_words(void **state)
     }
 }
 
+/* Every edge block and 2^16 random ones, converted by each path in runs
+ * of 1 to 23 blocks (the vector loop and every tail length). */
+static void test_path_conversions_on_edge_words(void **state)
+{
+    (void)state;
+    size_t nb = NEDGE * NEDGE * NEDGE * NEDGE + (1u << 16);
+    uint32_t *w = malloc(nb * 16);
+    double *got = malloc(nb * 16), *want = malloc(nb * 16);
+    assert_non_null(w);
+    assert_non_null(got);
+    assert_non_null(want);
+    size_t b = 0;
+    for (size_t i = 0; i < NEDGE; i++)
+        for (size_t j = 0; j < NEDGE; j++)
+            for (size_t k = 0; k < NEDGE; k++)
+                for (size_t l = 0; l < NEDGE; l++, b++) {
+                    w[4 * b] = edge[i], w[4 * b + 1] = edge[j];
+                    w[4 * b + 2] = edge[k], w[4 * b + 3] = edge[l];
+                }
+    uint64_t x = 0x2545f4914f6cdd1dull;
+    for (; b < nb; b++)
+        for (int j = 0; j < 4; j++) {
+            x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+            w[4 * b + j] = (uint32_t)(x >> 16);
+        }
+    for (b = 0; b < nb; b++)
+        ref_normal_f64(w[4 * b], w[4 * b + 1], w[4 * b + 2], w[4 * b + 3],
+                       &want[2 * b], &want[2 * b + 1]);
+    for (int isa = PHILOX_ISA_SCALAR; isa < PHILOX_ISA_COUNT; isa++) {
+        px_convert_fn convert = px_convert_for((philox_isa)isa);
+        if (!philox_isa_supported((philox_isa)isa) || convert == NULL)
+            continue;
+        memset(got, 0, nb * 16);
+        for (size_t at = 0, run = 1; at < nb; at += run, run = run % 23 + 1)
+            convert(RNGSNAP_NORMAL_F64, w + 4 * at, got + 2 * at,
+                    at + run <= nb ? run : nb - at);
+        for (b = 0; b < nb; b++)
+            if (memcmp(&got[2 * b], &want[2 * b], 16) != 0)
+                fail_msg("%s: words %08x %08x %08x %08x: %a %a, formula %a %a",
+                         philox_isa_name((philox_isa)isa), w[4 * b],
+                         w[4 * b + 1], w[4 * b + 2], w[4 * b + 3], got[2 * b],
+                         got[2 * b + 1], want[2 * b], want[2 * b + 1]);
+    }
+    free(w);
+    free(got);
+    free(want);
+}
+
 static void test_paths_against_formula(void **state)
 {
     (void)state;
@@ -124,6 +175,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_edge_and_random_words),
+        cmocka_unit_test(test_path_conversions_on_edge_words),
         cmocka_unit_test(test_paths_against_formula),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
