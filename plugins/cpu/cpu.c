@@ -154,9 +154,10 @@ static int cpu_open(const rngsnap_host *host, void **bctx)
     }
     cpu_model_name(c->device, sizeof c->device);
     snprintf(c->status, sizeof c->status,
-             "Philox4x32-10, %s path%s, %u thread%s", philox_isa_name(c->isa),
+             "Philox4x32-10, %s path%s, %u thread%s, large fills: %s row",
+             philox_isa_name(c->isa),
              c->isa_from_env ? " (RNGSNAP_PHILOX_ISA)" : "", c->threads,
-             c->threads == 1 ? "" : "s");
+             c->threads == 1 ? "" : "s", px_tune.family);
     host->log(host, RNGSNAP_LOG_INFO, "%s", c->status);
     *bctx = c;
     return RNGSNAP_OK;
