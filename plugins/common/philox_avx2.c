@@ -230,9 +230,9 @@ px256_fill_direct(rngsnap_dist dist, const px_ctr *c, void *out,
     uint64_t block = c->block;
     char *o = out;
     __m256i v[4 * PX_GMAX];
-    const int pf = !nt && nblocks * 16 >= px_tune.prefetch_min;
     if (nt && ((uintptr_t)o & 15) != 0)
-        nt = 0;
+        nt = 0; /* cannot stream: plain stores (with prefetchw) instead */
+    const int pf = !nt && nblocks * 16 >= px_tune.prefetch_min;
     if (nt && ((uintptr_t)o & 31) != 0 && nblocks > 0) { /* reach 32 bytes */
         px256_step_cold(&ks, block, sub_lo, sub_hi, v);
         v[0] = px256_convert(dist, v[0]);
