@@ -58,6 +58,12 @@ double bench_time(void (*fn)(void *), void *arg)
 void bench_time_n(void (*const *fn)(void *), void *const *arg, int n,
                   double *t)
 {
+    bench_time_n_best(fn, arg, n, t, NULL);
+}
+
+void bench_time_n_best(void (*const *fn)(void *), void *const *arg, int n,
+                       double *t, double *best)
+{
     double s[16][64];
     int runs = B.runs < 64 ? B.runs : 64;
     n = n < 16 ? n : 16;
@@ -77,6 +83,8 @@ void bench_time_n(void (*const *fn)(void *), void *const *arg, int n,
     for (int i = 0; i < n; i++) {
         qsort(s[i], (size_t)runs, sizeof s[i][0], cmp_double);
         t[i] = s[i][runs / 2];
+        if (best != NULL)
+            best[i] = s[i][0];
     }
 }
 

@@ -42,6 +42,10 @@ double bench_time(void (*fn)(void *), void *arg);
 /* The same for n <= 16 functions, their runs interleaved; t[i] for fn[i]. */
 void bench_time_n(void (*const *fn)(void *), void *const *arg, int n,
                   double *t);
+/* The same, also giving best[i]: the fastest run of fn[i] (on a shared
+ * machine, the figure nearest to what the code does undisturbed). */
+void bench_time_n_best(void (*const *fn)(void *), void *const *arg, int n,
+                       double *t, double *best);
 
 /* Print a section header (table only). */
 void bench_section(const char *title);
