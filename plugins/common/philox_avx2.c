@@ -22,7 +22,7 @@
 #define PX_G 6 /* fills below px_tune.large_min */
 #endif
 #ifndef PX_G_LARGE
-#define PX_G_LARGE 3 /* fills from px_tune.large_min on */
+#define PX_G_LARGE 3 /* fills from px_tune.large_min on, or 4 (the row's) */
 #endif
 #define PX_GMAX (PX_G > PX_G_LARGE ? PX_G : PX_G_LARGE)
 #define PX_UNROLL_G _Pragma("GCC unroll 8")
@@ -285,32 +285,35 @@ px256_fill_direct(rngsnap_dist dist, const px_ctr *c, void *out,
         _mm_sfence();
 }
 
-/* One out-of-line copy of the main loop per output kind. */
+/* The group count for this fill: PX_G, or from px_tune.large_min on the
+ * row's large_groups (3 or 4), each an inlined copy of the main loop. */
+#define PX_FILL_GROUPS(dist, c, out, nblocks, nt)                          \
+    do {                                                                  \
+        if ((nblocks) * 16 < px_tune.large_min)                           \
+            px256_fill_direct(dist, c, out, nblocks, nt, PX_G);           \
+        else if (px_tune.large_groups == 4)                               \
+            px256_fill_direct(dist, c, out, nblocks, nt, 4);              \
+        else                                                              \
+            px256_fill_direct(dist, c, out, nblocks, nt, PX_G_LARGE);     \
+    } while (0)
+
+/* One out-of-line function per output kind. */
 static __attribute__((noinline)) void
 px256_fill_words(const px_ctr *c, void *out, size_t nblocks, int nt)
 {
-    if (nblocks * 16 >= px_tune.large_min)
-        px256_fill_direct(RNGSNAP_U32, c, out, nblocks, nt, PX_G_LARGE);
-    else
-        px256_fill_direct(RNGSNAP_U32, c, out, nblocks, nt, PX_G);
+    PX_FILL_GROUPS(RNGSNAP_U32, c, out, nblocks, nt);
 }
 
 static __attribute__((noinline)) void
 px256_fill_f32(const px_ctr *c, void *out, size_t nblocks, int nt)
 {
-    if (nblocks * 16 >= px_tune.large_min)
-        px256_fill_direct(RNGSNAP_F32, c, out, nblocks, nt, PX_G_LARGE);
-    else
-        px256_fill_direct(RNGSNAP_F32, c, out, nblocks, nt, PX_G);
+    PX_FILL_GROUPS(RNGSNAP_F32, c, out, nblocks, nt);
 }
 
 static __attribute__((noinline)) void
 px256_fill_f64(const px_ctr *c, void *out, size_t nblocks, int nt)
 {
-    if (nblocks * 16 >= px_tune.large_min)
-        px256_fill_direct(RNGSNAP_F64, c, out, nblocks, nt, PX_G_LARGE);
-    else
-        px256_fill_direct(RNGSNAP_F64, c, out, nblocks, nt, PX_G);
+    PX_FILL_GROUPS(RNGSNAP_F64, c, out, nblocks, nt);
 }
 
 /* ---- NORMAL_F64 ------------------------------------------------------

@@ -78,6 +78,7 @@ typedef struct px_tuning {
     size_t nt_min;       /* non-temporal stores (SIMD paths but neon)     */
     size_t prefetch_min; /* prefetchw ahead of plain stores (avx2)        */
     size_t large_min;    /* avx2: the kernel with fewer groups per step   */
+    int large_groups;    /* avx2: its groups of 8 blocks per step: 3 or 4 */
 } px_tuning;
 
 /* The tuning fills use: set once with the ISA choice (the row of this

@@ -100,8 +100,8 @@ static void tuning_text(const px_tuning *t, char *buf, size_t len)
         size_text(t->large_min, lg, sizeof lg);
     snprintf(buf, len,
              "row \"%s\": non-temporal from %s, prefetchw from %s, "
-             "fewer groups (avx2) from %s",
-             t->family, nt, pf, lg);
+             "%d groups (avx2) from %s",
+             t->family, nt, pf, t->large_groups, lg);
 }
 
 /* U32, F32, F64 (and the normals) of each path next to the native loop,
@@ -140,6 +140,14 @@ static void bench_paths_vs_native(void *buf, const philox_isa *paths,
     }
 }
 
+/* Whether way k of bench_large_fills applies to every path (plain or
+ * non-temporal with the path's own kernel, and the row), not to avx2 only
+ * (group counts and prefetchw are the avx2 kernel's). */
+static int way_for_every_path(int k, int nways)
+{
+    return k == 0 || k == 5 || k == nways - 1;
+}
+
 /* U32 at 16, 64 and 256 MiB written each way a path can: plain stores,
  * prefetchw ahead of them, non-temporal stores, with 6 or 3 groups per
  * step (avx2), and the way this CPU family's row picks. */
@@ -149,12 +157,15 @@ static void bench_large_fills(void *buf, size_t cap, const philox_isa *paths,
     static const size_t sizes[] = {16 << 20, 64 << 20, 256 << 20};
     const size_t M = SIZE_MAX;
     static const char *const names[] = {
-        "plain, 6 groups", "plain, 3 groups", "prefetchw, 6 groups",
-        "prefetchw, 3 groups", "non-temporal, 6 groups",
-        "non-temporal, 3 groups", "this family's row"};
+        "plain, 6 groups",        "plain, 3 groups",
+        "prefetchw, 6 groups",    "prefetchw, 3 groups",
+        "prefetchw, 4 groups",    "non-temporal, 6 groups",
+        "non-temporal, 3 groups", "non-temporal, 4 groups",
+        "this family's row"};
     const px_tuning ways[] = {
-        {"", M, M, M}, {"", M, M, 0}, {"", M, 0, M},
-        {"", M, 0, 0}, {"", 0, M, M}, {"", 0, M, 0}, px_tune};
+        {"", M, M, M, 3}, {"", M, M, 0, 3}, {"", M, 0, M, 3},
+        {"", M, 0, 0, 3}, {"", M, 0, 0, 4}, {"", 0, M, M, 3},
+        {"", 0, M, 0, 3}, {"", 0, M, 0, 4}, px_tune};
     enum { NW = sizeof ways / sizeof ways[0] };
     char title[256], row[200];
     tuning_text(&px_tune, row, sizeof row);
@@ -172,8 +183,7 @@ static void bench_large_fills(void *buf, size_t cap, const philox_isa *paths,
             for (int k = 0; k < NW; k++) {
                 /* groups and prefetch are the avx2 kernel's; the others
                  * only choose non-temporal or plain */
-                if (paths[p] != PHILOX_ISA_AVX2 && k != 0 && k != 4 &&
-                    k != NW - 1)
+                if (paths[p] != PHILOX_ISA_AVX2 && !way_for_every_path(k, NW))
                     continue;
                 j[n] = (path_job){buf, sizes[si], RNGSNAP_U32, paths[p],
                                   ways[k], {1234, 0, 0}};
@@ -188,8 +198,7 @@ static void bench_large_fills(void *buf, size_t cap, const philox_isa *paths,
             bench_time_n_best(fns, args, n + 1, t, tb);
             const char *name = philox_isa_name(paths[p]);
             for (int k = 0, i = 0; k < NW; k++) {
-                if (paths[p] != PHILOX_ISA_AVX2 && k != 0 && k != 4 &&
-                    k != NW - 1)
+                if (paths[p] != PHILOX_ISA_AVX2 && !way_for_every_path(k, NW))
                     continue;
                 path_row("large_fill", name, names[k], sizes[si], t[i], tb[i],
                          t[n], tb[n]);

@@ -225,18 +225,20 @@ static void test_tuning_rows(void **state)
 }
 
 /* Large fills equal scalar, every way a CPU family's row can write them
- * (non-temporal stores, prefetchw, 6 or 3 groups per step on avx2), at
+ * (non-temporal stores, prefetchw, 6, 4 or 3 groups per step on avx2), at
  * every alignment. */
 static void test_large_fills(void **state)
 {
     (void)state;
     const size_t M = SIZE_MAX, mib = (size_t)1 << 20;
     const px_tuning ways[] = {
-        {"non-temporal, small kernel", mib, M, M},
-        {"non-temporal, large kernel", mib, M, 0},
-        {"prefetchw, small kernel", M, mib, M},
-        {"prefetchw, large kernel", M, mib, 0},
-        {"plain, large kernel", M, M, 0},
+        {"non-temporal, 6 groups", mib, M, M, 3},
+        {"non-temporal, 3 groups", mib, M, 0, 3},
+        {"non-temporal, 4 groups", mib, M, 0, 4},
+        {"prefetchw, 6 groups", M, mib, M, 3},
+        {"prefetchw, 3 groups", M, mib, 0, 3},
+        {"prefetchw, 4 groups", M, mib, 0, 4},
+        {"plain, 3 groups", M, M, 0, 3},
     };
     px_tuning saved = px_tune;
     size_t n = (mib / 4) + 12345;
