@@ -10,6 +10,8 @@
  *  - the same edge and random blocks through each path's own conversion
  *    (px_convert_for: avx2 has NORMAL_F64 in intrinsics), in runs whose
  *    lengths reach every tail;
+ *  - u1 at every exponent's ends and next to sqrt(2) (px_log's halving),
+ *    which the edge words miss, through each path's conversion;
  *  - fills on every ISA path this CPU supports (the vectorised loop, the
  *    tails, odd counts and unaligned starts) against the formula applied
  *    to the same position's words.
@@ -131,6 +133,79 @@ static void test_path_conversions_on_edge_words(void **state)
     free(want);
 }
 
+/* u1 = M * 2^-53 for M = (U64(w0,w1) >> 11) + 1: the words of the block
+ * whose M is m (low bits of w0 below bit 11 given). */
+static void words_for_m(uint64_t m, uint32_t low, uint32_t *w0, uint32_t *w1)
+{
+    uint64_t nn = m - 1; /* (U64 >> 11) */
+    *w0 = (uint32_t)((nn & 0x1fffffu) << 11) | (low & 0x7ffu);
+    *w1 = (uint32_t)(nn >> 21);
+}
+
+/* What the edge words miss in u1: every exponent's ends (M = 2^j and
+ * 2^j - 1, e from -53 to 0) and the mantissa next to sqrt(2) (the `big`
+ * halving in px_log: at and either side of 0x3ff6a09e667f3bcd, for every
+ * exponent), each with every pair of edge words (w2, w3), through
+ * px_normal_f64 and each path's own conversion (runs of 1 to 23). */
+static void test_u1_boundaries(void **state)
+{
+    (void)state;
+    const uint64_t sq = (1ull << 52) | 0x6a09e667f3bcdull;
+    uint64_t ms[53 * 5 + 1];
+    size_t nm = 0;
+    ms[nm++] = 1ull << 53; /* u1 == 1 */
+    for (int k = 0; k < 53; k++) {
+        uint64_t b = sq >> k;
+        ms[nm++] = b - 1 > 0 ? b - 1 : 1;
+        ms[nm++] = b;
+        ms[nm++] = b + 1;
+        ms[nm++] = 1ull << (52 - k);
+        ms[nm++] = (1ull << (53 - k)) - 1;
+    }
+    size_t nb = nm * 2 * NEDGE * NEDGE;
+    uint32_t *w = malloc(nb * 16);
+    double *got = malloc(nb * 16), *want = malloc(nb * 16);
+    assert_non_null(w);
+    assert_non_null(got);
+    assert_non_null(want);
+    size_t b = 0;
+    for (size_t i = 0; i < nm; i++)
+        for (uint32_t low = 0; low <= 0x7ffu; low += 0x7ffu)
+            for (size_t k = 0; k < NEDGE; k++)
+                for (size_t l = 0; l < NEDGE; l++, b++) {
+                    words_for_m(ms[i], low, &w[4 * b], &w[4 * b + 1]);
+                    w[4 * b + 2] = edge[k], w[4 * b + 3] = edge[l];
+                    check_block(&w[4 * b]);
+                    ref_normal_f64(w[4 * b], w[4 * b + 1], w[4 * b + 2],
+                                   w[4 * b + 3], &want[2 * b],
+                                   &want[2 * b + 1]);
+                }
+    assert_true(b == nb);
+    /* the sqrt(2) words are what they claim: u1's mantissa bits */
+    uint32_t w0, w1;
+    words_for_m(sq, 0, &w0, &w1);
+    double u1 = (double)(int64_t)((px_words_to_u64(w0, w1) >> 11) + 1) * 0x1p-53;
+    assert_true((px_d_bits(u1) & 0x000fffffffffffffull) == 0x6a09e667f3bcdull);
+    for (int isa = PHILOX_ISA_SCALAR; isa < PHILOX_ISA_COUNT; isa++) {
+        px_convert_fn convert = px_convert_for((philox_isa)isa);
+        if (!philox_isa_supported((philox_isa)isa) || convert == NULL)
+            continue;
+        memset(got, 0, nb * 16);
+        for (size_t at = 0, run = 1; at < nb; at += run, run = run % 23 + 1)
+            convert(RNGSNAP_NORMAL_F64, w + 4 * at, got + 2 * at,
+                    at + run <= nb ? run : nb - at);
+        for (b = 0; b < nb; b++)
+            if (memcmp(&got[2 * b], &want[2 * b], 16) != 0)
+                fail_msg("%s: words %08x %08x %08x %08x: %a %a, formula %a %a",
+                         philox_isa_name((philox_isa)isa), w[4 * b],
+                         w[4 * b + 1], w[4 * b + 2], w[4 * b + 3], got[2 * b],
+                         got[2 * b + 1], want[2 * b], want[2 * b + 1]);
+    }
+    free(w);
+    free(got);
+    free(want);
+}
+
 static void test_paths_against_formula(void **state)
 {
     (void)state;
@@ -176,6 +251,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_edge_and_random_words),
         cmocka_unit_test(test_path_conversions_on_edge_words),
+        cmocka_unit_test(test_u1_boundaries),
         cmocka_unit_test(test_paths_against_formula),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
