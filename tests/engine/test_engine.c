@@ -240,6 +240,10 @@ static void test_large_fills(void **state)
         {"prefetchw, 4 groups", M, mib, 0, 4},
         {"plain, 3 groups", M, M, 0, 3},
     };
+    philox_isa best;
+    /* the row is set once, on the first resolve: before px_tune is set */
+    assert_int_equal(philox_isa_resolve(PHILOX_ISA_AUTO, &best, NULL),
+                     RNGSNAP_OK);
     px_tuning saved = px_tune;
     size_t n = (mib / 4) + 12345;
     unsigned char *a = malloc(n * 8 + 64), *b = malloc(n * 8 + 64);
@@ -263,6 +267,79 @@ static void test_large_fills(void **state)
                 if (memcmp(a + mis, b + mis, nd * vsize((rngsnap_dist)d)) != 0)
                     fail_msg("%s, %s: dist %d differs from scalar",
                              ways[wi].family, philox_isa_name(paths[p]), d);
+            }
+        }
+    }
+    px_tune = saved;
+    free(a);
+    free(b);
+}
+
+/* The kernels' own dists (u32, u64, f32, f64) each way, from outputs
+ * 32-, 16-, 8- and 4-byte aligned (streaming with and without the
+ * 16-byte step to reach 32, prefetchw where it cannot stream), starting
+ * at block 0 and just below 2^32 blocks: the low counter word wraps
+ * inside a step of 3, 4 and 6 groups (K odd, K - 1 not a multiple of 24,
+ * 32 or 48), or exactly at a step's start (K a multiple of 96). */
+static void test_large_fills_kernels(void **state)
+{
+    (void)state;
+    const size_t M = SIZE_MAX, mib = (size_t)1 << 20;
+    const px_tuning ways[] = {
+        {"non-temporal, 6 groups", mib, M, M, 3},
+        {"non-temporal, 3 groups", mib, M, 0, 3},
+        {"non-temporal, 4 groups", mib, M, 0, 4},
+        {"prefetchw, 6 groups", M, mib, M, 3},
+        {"prefetchw, 3 groups", M, mib, 0, 3},
+        {"prefetchw, 4 groups", M, mib, 0, 4},
+        {"plain, 4 groups", M, M, 0, 4},
+    };
+    static const rngsnap_dist dists[] = {RNGSNAP_U32, RNGSNAP_U64,
+                                         RNGSNAP_F32, RNGSNAP_F64};
+    static const size_t mis_of[] = {0, 16, 8, 4};
+    const uint64_t two32 = (uint64_t)1 << 32;
+    const uint64_t offs[] = {0, 4 * (two32 - 30011), 4 * (two32 - 28800)};
+    philox_isa best;
+    assert_int_equal(philox_isa_resolve(PHILOX_ISA_AUTO, &best, NULL),
+                     RNGSNAP_OK);
+    px_tuning saved = px_tune;
+    size_t bytes = mib + 4096 + 208; /* >= every threshold above */
+    unsigned char *a = aligned_alloc(64, bytes + 64);
+    unsigned char *b = aligned_alloc(64, bytes + 64);
+    assert_non_null(a);
+    assert_non_null(b);
+    for (size_t di = 0; di < sizeof dists / sizeof dists[0]; di++) {
+        rngsnap_dist d = dists[di];
+        size_t nd = bytes / vsize(d);
+        for (size_t mi = 0; mi < sizeof mis_of / sizeof mis_of[0]; mi++) {
+            size_t mis = mis_of[mi];
+            if (mis % vsize(d) != 0)
+                continue; /* unaligned for the type: 4 KiB pieces */
+            for (size_t oi = 0; oi < sizeof offs / sizeof offs[0]; oi++) {
+                rngsnap_philox s0 = {0x9e3779b97f4a7c15ull + di, 3, offs[oi]};
+                rngsnap_philox sa = s0;
+                memset(a, 0xA5, bytes + 64);
+                assert_int_equal(philox_generate_isa(&sa, d, a + mis, nd,
+                                                     PHILOX_ISA_SCALAR),
+                                 RNGSNAP_OK);
+                for (size_t wi = 0; wi < sizeof ways / sizeof ways[0]; wi++) {
+                    for (int p = 1; p < npaths; p++) {
+                        rngsnap_philox sb = s0;
+                        memset(b, 0xA5, bytes + 64);
+                        px_tune = ways[wi];
+                        int rc = philox_generate_isa(&sb, d, b + mis, nd,
+                                                     paths[p]);
+                        px_tune = saved;
+                        assert_int_equal(rc, RNGSNAP_OK);
+                        assert_true(sb.offset == sa.offset);
+                        if (memcmp(a, b, bytes + 64) != 0)
+                            fail_msg("%s, %s: dist %d from +%zu at word "
+                                     "%llu differs from scalar",
+                                     ways[wi].family,
+                                     philox_isa_name(paths[p]), (int)d, mis,
+                                     (unsigned long long)offs[oi]);
+                    }
+                }
             }
         }
     }
@@ -630,6 +707,7 @@ int main(void)
         cmocka_unit_test(test_curand_streams_every_path),
         cmocka_unit_test(test_paths_equal_scalar),
         cmocka_unit_test(test_large_fills),
+        cmocka_unit_test(test_large_fills_kernels),
         cmocka_unit_test(test_tuning_rows),
         cmocka_unit_test(test_uniform_formulas),
         cmocka_unit_test(test_math_bounds),
