@@ -149,8 +149,10 @@ static int way_for_every_path(int k, int nways)
 }
 
 /* U32 at 16, 64 and 256 MiB written each way a path can: plain stores,
- * prefetchw ahead of them, non-temporal stores, with 6 or 3 groups per
- * step (avx2), and the way this CPU family's row picks. */
+ * prefetchw ahead of them, non-temporal stores, with 6, 4 or 3 groups per
+ * step (avx2), and the way this CPU family's row picks.  Paths other than
+ * avx2 have no group counts or prefetchw: their rows say only "plain" or
+ * "non-temporal". */
 static void bench_large_fills(void *buf, size_t cap, const philox_isa *paths,
                               int npaths)
 {
@@ -200,7 +202,12 @@ static void bench_large_fills(void *buf, size_t cap, const philox_isa *paths,
             for (int k = 0, i = 0; k < NW; k++) {
                 if (paths[p] != PHILOX_ISA_AVX2 && !way_for_every_path(k, NW))
                     continue;
-                path_row("large_fill", name, names[k], sizes[si], t[i], tb[i],
+                const char *what = names[k];
+                if (paths[p] != PHILOX_ISA_AVX2 && k == 0)
+                    what = "plain";
+                else if (paths[p] != PHILOX_ISA_AVX2 && k == 5)
+                    what = "non-temporal";
+                path_row("large_fill", name, what, sizes[si], t[i], tb[i],
                          t[n], tb[n]);
                 i++;
             }
