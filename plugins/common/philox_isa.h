@@ -87,6 +87,8 @@ typedef struct px_tuning {
 extern px_tuning px_tune;
 /* The row for a cpuid vendor string, display family and model. */
 px_tuning px_tuning_for(const char *vendor, unsigned family, unsigned model);
+/* Display family and model from cpuid leaf 1's eax. */
+void px_cpuid_display(uint32_t eax, unsigned *family, unsigned *model);
 /* The row for this processor ("other" off x86). */
 px_tuning px_tuning_detect(void);
 

@@ -63,6 +63,21 @@ px_tuning px_tuning_for(const char *vendor, unsigned family, unsigned model)
     return px_other;
 }
 
+void px_cpuid_display(uint32_t eax, unsigned *family, unsigned *model)
+{
+    /* display family and model, as the vendors' manuals define them:
+     * the extended family is added when the base family is 0xF, the
+     * extended model is the high nibble when it is 6 or 0xF (AMD: 0xF
+     * only, and its family 6 parts have extended model 0) */
+    unsigned base = (eax >> 8) & 0xF;
+    *family = base;
+    *model = (eax >> 4) & 0xF;
+    if (base == 0xF)
+        *family += (eax >> 20) & 0xFF;
+    if (base == 0xF || base == 6)
+        *model |= ((eax >> 16) & 0xF) << 4;
+}
+
 px_tuning px_tuning_detect(void)
 {
 #if defined(__x86_64__) || defined(__i386__)
@@ -76,12 +91,8 @@ px_tuning px_tuning_detect(void)
     vendor[12] = '\0';
     if (__get_cpuid(1, &a, &b, &c, &d) == 0)
         return px_other;
-    /* display family and model, as the vendors' manuals define them */
-    unsigned base = (a >> 8) & 0xF, family = base, model = (a >> 4) & 0xF;
-    if (base == 0xF)
-        family += (a >> 20) & 0xFF;
-    if (base == 0xF || base == 6)
-        model |= ((a >> 16) & 0xF) << 4;
+    unsigned family, model;
+    px_cpuid_display(a, &family, &model);
     return px_tuning_for(vendor, family, model);
 #else
     return px_other;

@@ -222,6 +222,32 @@ static void test_tuning_rows(void **state)
     assert_string_equal(px_tuning_for("GenuineIntel", 0x06, 0x8F).family,
                         "other");
     assert_string_equal(px_tuning_for(NULL, 0x19, 0x01).family, "other");
+    /* cpuid leaf 1 eax -> display family and model */
+    static const struct {
+        uint32_t eax;
+        unsigned family, model;
+    } ids[] = {
+        {0x00A00F11u, 0x19, 0x01}, /* EPYC 7003 (Zen 3, Milan)       */
+        {0x00A20F10u, 0x19, 0x21}, /* Ryzen 5000 (Zen 3, Vermeer)    */
+        {0x00A10F11u, 0x19, 0x11}, /* EPYC 9004 (Zen 4, Genoa)       */
+        {0x00B00F21u, 0x1A, 0x02}, /* EPYC 9005 (Zen 5, Turin)       */
+        {0x00830F10u, 0x17, 0x31}, /* EPYC 7002 (Zen 2, Rome)        */
+        {0x000606A6u, 0x06, 0x6A}, /* Xeon Ice Lake SP               */
+        {0x00000F29u, 0x0F, 0x02}, /* Pentium 4: family 0xF + 0      */
+        {0x00020652u, 0x06, 0x25}, /* Westmere                       */
+        {0x00100F42u, 0x10, 0x04}, /* Opteron (K10): 0xF + 1         */
+        {0x00050654u, 0x06, 0x55}, /* Skylake SP                     */
+        {0x000A0671u, 0x06, 0xA7}, /* Rocket Lake                    */
+        {0x00030F00u, 0x0F, 0x30}, /* extended model used at 0xF too */
+        {0x00010580u, 0x05, 0x08}, /* base 5: extended model ignored */
+    };
+    for (size_t i = 0; i < sizeof ids / sizeof ids[0]; i++) {
+        unsigned f = 0, m = 0;
+        px_cpuid_display(ids[i].eax, &f, &m);
+        if (f != ids[i].family || m != ids[i].model)
+            fail_msg("eax %08x: family %x model %x, want %x %x", ids[i].eax,
+                     f, m, ids[i].family, ids[i].model);
+    }
 }
 
 /* Large fills equal scalar, every way a CPU family's row can write them
