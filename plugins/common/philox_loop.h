@@ -115,7 +115,9 @@ typedef void (*px_blocks_fn)(const px_ctr *c, void *out, size_t nblocks,
 
 /* Blocks of words converted per batch: a multiple of every kernel's step
  * (48 blocks on avx2 and avx512, 16 on neon), so that no batch ends in a
- * partly used step. */
+ * partly used step.  (avx2's 3- and 4-group steps, 24 and 32 blocks, run
+ * only from px_tune.large_min on, never for a 3840-byte batch with a
+ * family's row; 240 is not a multiple of 32.) */
 #define PX_NORMAL_CHUNK 240
 
 /* Words from `words` into a small buffer, then converted to dist by
