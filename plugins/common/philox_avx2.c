@@ -32,6 +32,14 @@
 #ifndef PX_PREFETCH_AHEAD
 #define PX_PREFETCH_AHEAD 2048
 #endif
+/* Streaming (non-temporal) fills touch the page PX_TLB_AHEAD bytes ahead
+ * once (prefetchnta of its first line) so that its address translation is
+ * ready when the stores get there: non-temporal stores do not prefetch,
+ * and under a hypervisor a TLB miss is a two-level walk.  +15-23% at
+ * 64 MiB on 4 KiB pages (Zen 3 VM), none on 2 MiB pages. */
+#ifndef PX_TLB_AHEAD
+#define PX_TLB_AHEAD 8192
+#endif
 
 typedef struct px_keys {
     __m256i k0[10], k1[10];
@@ -256,10 +264,25 @@ px256_fill_direct(rngsnap_dist dist, const px_ctr *c, void *out,
                        dist == RNGSNAP_F64, ng);
         }
         if (nt) {
+            if (dist == RNGSNAP_F32) {
+                /* converted before the stores, so that the non-temporal
+                 * stores leave back to back (with the conversions between
+                 * them streaming F32 ran 8-15% behind U32; plain stores
+                 * are faster interleaved, below) */
+                PX_UNROLL_G
+                for (int i = 0; i < 4 * ng; i++)
+                    v[i] = px256_convert(dist, v[i]);
+            }
+            /* once per page: the step whose output is PX_TLB_AHEAD bytes
+             * before the page's start (and only inside the output) */
+            if (nblocks * 16 > PX_TLB_AHEAD &&
+                (((uintptr_t)o + PX_TLB_AHEAD) & 4095) < step * 16)
+                __asm__ volatile("prefetchnta %0"
+                                 :
+                                 : "m"(*(const char *)(o + PX_TLB_AHEAD)));
             PX_UNROLL_G
             for (int i = 0; i < 4 * ng; i++, o += 32)
-                _mm256_stream_si256((void *)o, dist == RNGSNAP_F64
-                                          ? v[i] : px256_convert(dist, v[i]));
+                _mm256_stream_si256((void *)o, v[i]);
             continue;
         }
         if (pf && nblocks * 16 > PX_PREFETCH_AHEAD + step * 16) {
@@ -272,8 +295,9 @@ px256_fill_direct(rngsnap_dist dist, const px_ctr *c, void *out,
         }
         PX_UNROLL_G
         for (int i = 0; i < 4 * ng; i++, o += 32)
-            _mm256_storeu_si256((void *)o, dist == RNGSNAP_F64
-                                       ? v[i] : px256_convert(dist, v[i]));
+            _mm256_storeu_si256((void *)o, dist == RNGSNAP_F32
+                                               ? px256_convert(dist, v[i])
+                                               : v[i]);
     }
     if (nblocks > 0) {
         px256_step_cold(&ks, block, sub_lo, sub_hi, v);
