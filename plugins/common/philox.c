@@ -72,11 +72,18 @@ px_fill_fn px_fill_for(philox_isa isa)
     return (unsigned)isa < PHILOX_ISA_COUNT ? px_fills[isa] : NULL;
 }
 
+static const px_convert_fn px_converts[PHILOX_ISA_COUNT] = {
+    [PHILOX_ISA_SCALAR] = px_convert_blocks,
+    [PHILOX_ISA_AVX2] = px_convert_avx2,
+    [PHILOX_ISA_AVX512] = px_convert_avx512,
+#if defined(__aarch64__)
+    [PHILOX_ISA_NEON] = px_convert_neon,
+#endif
+};
+
 px_convert_fn px_convert_for(philox_isa isa)
 {
-    if (px_fill_for(isa) == NULL)
-        return NULL;
-    return isa == PHILOX_ISA_AVX2 ? px_convert_avx2 : px_convert_blocks;
+    return (unsigned)isa < PHILOX_ISA_COUNT ? px_converts[isa] : NULL;
 }
 
 /* nw consecutive words of the stream from word offset off. */

@@ -199,11 +199,17 @@ px512_fill_f64(const px_ctr *c, void *out, size_t nblocks, int nt)
     px512_fill_direct(RNGSNAP_F64, c, out, nblocks, nt);
 }
 
+void px_convert_avx512(rngsnap_dist dist, const uint32_t *w, void *out,
+                       size_t nblocks)
+{
+    px_convert_loop(dist, w, out, nblocks); /* vectorised with AVX-512 */
+}
+
 void px_fill_avx512(rngsnap_dist dist, const px_ctr *c, void *out,
                     size_t nblocks, int nt)
 {
     px_fill_dispatch(dist, c, out, nblocks, nt, px512_fill_words,
-                     px512_fill_f32, px512_fill_f64, NULL);
+                     px512_fill_f32, px512_fill_f64, px_convert_avx512);
 }
 
 #else /* not built for AVX-512: never selected, see philox_select.c */
@@ -211,5 +217,11 @@ void px_fill_avx512(rngsnap_dist dist, const px_ctr *c, void *out,
                     size_t nblocks, int nt)
 {
     px_fill_scalar(dist, c, out, nblocks, nt);
+}
+
+void px_convert_avx512(rngsnap_dist dist, const uint32_t *w, void *out,
+                       size_t nblocks)
+{
+    px_convert_loop(dist, w, out, nblocks);
 }
 #endif

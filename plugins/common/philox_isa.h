@@ -50,8 +50,12 @@ void px_convert_blocks(rngsnap_dist dist, const uint32_t *w, void *out,
 /* The same signature: a path's conversion of whole blocks of words. */
 typedef void (*px_convert_fn)(rngsnap_dist dist, const uint32_t *w,
                               void *out, size_t nblocks);
-/* avx2's own: NORMAL_F64 in intrinsics, the rest as px_convert_blocks. */
+/* Each SIMD path's own, compiled with its file's flags: avx2 has
+ * NORMAL_F64 in intrinsics, the others the shared loop vectorised for
+ * their ISA (neon: aarch64 builds only). */
 void px_convert_avx2(rngsnap_dist, const uint32_t *, void *, size_t);
+void px_convert_avx512(rngsnap_dist, const uint32_t *, void *, size_t);
+void px_convert_neon(rngsnap_dist, const uint32_t *, void *, size_t);
 /* The conversion a path's normals go through (never NULL for a path this
  * build has): tests feed it edge words directly. */
 px_convert_fn px_convert_for(philox_isa isa);

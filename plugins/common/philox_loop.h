@@ -120,9 +120,9 @@ typedef void (*px_blocks_fn)(const px_ctr *c, void *out, size_t nblocks,
  * family's row; 240 is not a multiple of 32.) */
 #define PX_NORMAL_CHUNK 240
 
-/* Words from `words` into a small buffer, then converted to dist by
- * `convert` (NULL: the shared loop): how a path serves a distribution it
- * has no kernel of its own for. */
+/* Words from `words` into a small buffer, then converted to dist by the
+ * path's `convert`: how a path serves a distribution it has no kernel of
+ * its own for. */
 static inline void px_fill_converted(rngsnap_dist dist, const px_ctr *c,
                                      void *out, size_t nblocks,
                                      px_blocks_fn words, px_convert_fn convert)
@@ -133,10 +133,7 @@ static inline void px_fill_converted(rngsnap_dist dist, const px_ctr *c,
     while (nblocks > 0) {
         size_t nb = nblocks < PX_NORMAL_CHUNK ? nblocks : PX_NORMAL_CHUNK;
         words(&cc, w, nb, 0);
-        if (convert != NULL)
-            convert(dist, w, o, nb);
-        else
-            px_convert_loop(dist, w, o, nb);
+        convert(dist, w, o, nb);
         cc.block += nb;
         o += nb * px_block_bytes(dist);
         nblocks -= nb;
@@ -145,7 +142,7 @@ static inline void px_fill_converted(rngsnap_dist dist, const px_ctr *c,
 
 /* The dispatch every SIMD file shares: integers and uniforms straight from
  * that file's kernels; normals as words into a cached buffer, then
- * converted by `convert` (NULL: the shared loop, which gcc vectorises). */
+ * converted by the path's `convert` (px_convert_for names it). */
 static inline void px_fill_dispatch(rngsnap_dist dist, const px_ctr *c,
                                     void *out, size_t nblocks, int nt,
                                     px_blocks_fn words, px_blocks_fn f32,

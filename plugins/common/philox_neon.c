@@ -116,21 +116,29 @@ static __attribute__((noinline)) void
 pxn_fill_f32(const px_ctr *c, void *out, size_t nblocks, int nt)
 {
     (void)nt;
-    px_fill_converted(RNGSNAP_F32, c, out, nblocks, pxn_fill_words, NULL);
+    px_fill_converted(RNGSNAP_F32, c, out, nblocks, pxn_fill_words,
+                      px_convert_neon);
 }
 
 static __attribute__((noinline)) void
 pxn_fill_f64(const px_ctr *c, void *out, size_t nblocks, int nt)
 {
     (void)nt;
-    px_fill_converted(RNGSNAP_F64, c, out, nblocks, pxn_fill_words, NULL);
+    px_fill_converted(RNGSNAP_F64, c, out, nblocks, pxn_fill_words,
+                      px_convert_neon);
+}
+
+void px_convert_neon(rngsnap_dist dist, const uint32_t *w, void *out,
+                     size_t nblocks)
+{
+    px_convert_loop(dist, w, out, nblocks); /* vectorised for NEON */
 }
 
 void px_fill_neon(rngsnap_dist dist, const px_ctr *c, void *out,
                   size_t nblocks, int nt)
 {
     px_fill_dispatch(dist, c, out, nblocks, nt, pxn_fill_words, pxn_fill_f32,
-                     pxn_fill_f64, NULL);
+                     pxn_fill_f64, px_convert_neon);
 }
 
 #else
