@@ -250,22 +250,27 @@ static void test_tuning_rows(void **state)
     }
 }
 
+/* Every way a CPU family's row can write a large fill (from 1 MiB). */
+#define WAY_MIB ((size_t)1 << 20)
+static const px_tuning large_ways[] = {
+    {"non-temporal, 6 groups", WAY_MIB, SIZE_MAX, SIZE_MAX, 3},
+    {"non-temporal, 3 groups", WAY_MIB, SIZE_MAX, 0, 3},
+    {"non-temporal, 4 groups", WAY_MIB, SIZE_MAX, 0, 4},
+    {"prefetchw, 6 groups", SIZE_MAX, WAY_MIB, SIZE_MAX, 3},
+    {"prefetchw, 3 groups", SIZE_MAX, WAY_MIB, 0, 3},
+    {"prefetchw, 4 groups", SIZE_MAX, WAY_MIB, 0, 4},
+    {"plain, 3 groups", SIZE_MAX, SIZE_MAX, 0, 3},
+    {"plain, 4 groups", SIZE_MAX, SIZE_MAX, 0, 4},
+};
+#define NWAYS (sizeof large_ways / sizeof large_ways[0])
+
 /* Large fills equal scalar, every way a CPU family's row can write them
  * (non-temporal stores, prefetchw, 6, 4 or 3 groups per step on avx2), at
  * every alignment. */
 static void test_large_fills(void **state)
 {
     (void)state;
-    const size_t M = SIZE_MAX, mib = (size_t)1 << 20;
-    const px_tuning ways[] = {
-        {"non-temporal, 6 groups", mib, M, M, 3},
-        {"non-temporal, 3 groups", mib, M, 0, 3},
-        {"non-temporal, 4 groups", mib, M, 0, 4},
-        {"prefetchw, 6 groups", M, mib, M, 3},
-        {"prefetchw, 3 groups", M, mib, 0, 3},
-        {"prefetchw, 4 groups", M, mib, 0, 4},
-        {"plain, 3 groups", M, M, 0, 3},
-    };
+    const size_t mib = WAY_MIB;
     philox_isa best;
     /* the row is set once, on the first resolve: before px_tune is set */
     assert_int_equal(philox_isa_resolve(PHILOX_ISA_AUTO, &best, NULL),
@@ -282,17 +287,18 @@ static void test_large_fills(void **state)
         size_t nd = n / (vsize((rngsnap_dist)d) / 4);
         assert_int_equal(philox_generate_isa(&sa, (rngsnap_dist)d, a + mis, nd,
                                              PHILOX_ISA_SCALAR), RNGSNAP_OK);
-        for (size_t wi = 0; wi < sizeof ways / sizeof ways[0]; wi++) {
+        for (size_t wi = 0; wi < NWAYS; wi++) {
             for (int p = 1; p < npaths; p++) {
                 rngsnap_philox sb = s0;
-                px_tune = ways[wi];
+                px_tune = large_ways[wi];
                 int rc = philox_generate_isa(&sb, (rngsnap_dist)d, b + mis,
                                              nd, paths[p]);
                 px_tune = saved;
                 assert_int_equal(rc, RNGSNAP_OK);
                 if (memcmp(a + mis, b + mis, nd * vsize((rngsnap_dist)d)) != 0)
                     fail_msg("%s, %s: dist %d differs from scalar",
-                             ways[wi].family, philox_isa_name(paths[p]), d);
+                             large_ways[wi].family,
+                             philox_isa_name(paths[p]), d);
             }
         }
     }
@@ -310,16 +316,6 @@ static void test_large_fills(void **state)
 static void test_large_fills_kernels(void **state)
 {
     (void)state;
-    const size_t M = SIZE_MAX, mib = (size_t)1 << 20;
-    const px_tuning ways[] = {
-        {"non-temporal, 6 groups", mib, M, M, 3},
-        {"non-temporal, 3 groups", mib, M, 0, 3},
-        {"non-temporal, 4 groups", mib, M, 0, 4},
-        {"prefetchw, 6 groups", M, mib, M, 3},
-        {"prefetchw, 3 groups", M, mib, 0, 3},
-        {"prefetchw, 4 groups", M, mib, 0, 4},
-        {"plain, 4 groups", M, M, 0, 4},
-    };
     static const rngsnap_dist dists[] = {RNGSNAP_U32, RNGSNAP_U64,
                                          RNGSNAP_F32, RNGSNAP_F64};
     static const size_t mis_of[] = {0, 16, 8, 4};
@@ -329,7 +325,7 @@ static void test_large_fills_kernels(void **state)
     assert_int_equal(philox_isa_resolve(PHILOX_ISA_AUTO, &best, NULL),
                      RNGSNAP_OK);
     px_tuning saved = px_tune;
-    size_t bytes = mib + 4096 + 208; /* >= every threshold above */
+    size_t bytes = WAY_MIB + 4096 + 208; /* >= every threshold above */
     unsigned char *a = aligned_alloc(64, bytes + 64);
     unsigned char *b = aligned_alloc(64, bytes + 64);
     assert_non_null(a);
@@ -348,11 +344,11 @@ static void test_large_fills_kernels(void **state)
                 assert_int_equal(philox_generate_isa(&sa, d, a + mis, nd,
                                                      PHILOX_ISA_SCALAR),
                                  RNGSNAP_OK);
-                for (size_t wi = 0; wi < sizeof ways / sizeof ways[0]; wi++) {
+                for (size_t wi = 0; wi < NWAYS; wi++) {
                     for (int p = 1; p < npaths; p++) {
                         rngsnap_philox sb = s0;
                         memset(b, 0xA5, bytes + 64);
-                        px_tune = ways[wi];
+                        px_tune = large_ways[wi];
                         int rc = philox_generate_isa(&sb, d, b + mis, nd,
                                                      paths[p]);
                         px_tune = saved;
@@ -361,7 +357,7 @@ static void test_large_fills_kernels(void **state)
                         if (memcmp(a, b, bytes + 64) != 0)
                             fail_msg("%s, %s: dist %d from +%zu at word "
                                      "%llu differs from scalar",
-                                     ways[wi].family,
+                                     large_ways[wi].family,
                                      philox_isa_name(paths[p]), (int)d, mis,
                                      (unsigned long long)offs[oi]);
                     }

@@ -85,6 +85,29 @@ static void test_edge_and_random_words(void **state)
     }
 }
 
+/* nb blocks of words w through each supported path's own conversion, in
+ * runs of 1 to 23 blocks (the vector loop and every tail length); every
+ * pair must equal want (got: scratch of nb * 2 doubles). */
+static void check_each_path_conversion(const uint32_t *w, const double *want,
+                                       double *got, size_t nb)
+{
+    for (int isa = PHILOX_ISA_SCALAR; isa < PHILOX_ISA_COUNT; isa++) {
+        px_convert_fn convert = px_convert_for((philox_isa)isa);
+        if (!philox_isa_supported((philox_isa)isa) || convert == NULL)
+            continue;
+        memset(got, 0, nb * 16);
+        for (size_t at = 0, run = 1; at < nb; at += run, run = run % 23 + 1)
+            convert(RNGSNAP_NORMAL_F64, w + 4 * at, got + 2 * at,
+                    at + run <= nb ? run : nb - at);
+        for (size_t b = 0; b < nb; b++)
+            if (memcmp(&got[2 * b], &want[2 * b], 16) != 0)
+                fail_msg("%s: words %08x %08x %08x %08x: %a %a, formula %a %a",
+                         philox_isa_name((philox_isa)isa), w[4 * b],
+                         w[4 * b + 1], w[4 * b + 2], w[4 * b + 3], got[2 * b],
+                         got[2 * b + 1], want[2 * b], want[2 * b + 1]);
+    }
+}
+
 /* Every edge block and 2^16 random ones, converted by each path in runs
  * of 1 to 23 blocks (the vector loop and every tail length). */
 static void test_path_conversions_on_edge_words(void **state)
@@ -113,21 +136,7 @@ static void test_path_conversions_on_edge_words(void **state)
     for (b = 0; b < nb; b++)
         ref_normal_f64(w[4 * b], w[4 * b + 1], w[4 * b + 2], w[4 * b + 3],
                        &want[2 * b], &want[2 * b + 1]);
-    for (int isa = PHILOX_ISA_SCALAR; isa < PHILOX_ISA_COUNT; isa++) {
-        px_convert_fn convert = px_convert_for((philox_isa)isa);
-        if (!philox_isa_supported((philox_isa)isa) || convert == NULL)
-            continue;
-        memset(got, 0, nb * 16);
-        for (size_t at = 0, run = 1; at < nb; at += run, run = run % 23 + 1)
-            convert(RNGSNAP_NORMAL_F64, w + 4 * at, got + 2 * at,
-                    at + run <= nb ? run : nb - at);
-        for (b = 0; b < nb; b++)
-            if (memcmp(&got[2 * b], &want[2 * b], 16) != 0)
-                fail_msg("%s: words %08x %08x %08x %08x: %a %a, formula %a %a",
-                         philox_isa_name((philox_isa)isa), w[4 * b],
-                         w[4 * b + 1], w[4 * b + 2], w[4 * b + 3], got[2 * b],
-                         got[2 * b + 1], want[2 * b], want[2 * b + 1]);
-    }
+    check_each_path_conversion(w, want, got, nb);
     free(w);
     free(got);
     free(want);
@@ -186,21 +195,7 @@ static void test_u1_boundaries(void **state)
     words_for_m(sq, 0, &w0, &w1);
     double u1 = (double)(int64_t)((px_words_to_u64(w0, w1) >> 11) + 1) * 0x1p-53;
     assert_true((px_d_bits(u1) & 0x000fffffffffffffull) == 0x6a09e667f3bcdull);
-    for (int isa = PHILOX_ISA_SCALAR; isa < PHILOX_ISA_COUNT; isa++) {
-        px_convert_fn convert = px_convert_for((philox_isa)isa);
-        if (!philox_isa_supported((philox_isa)isa) || convert == NULL)
-            continue;
-        memset(got, 0, nb * 16);
-        for (size_t at = 0, run = 1; at < nb; at += run, run = run % 23 + 1)
-            convert(RNGSNAP_NORMAL_F64, w + 4 * at, got + 2 * at,
-                    at + run <= nb ? run : nb - at);
-        for (b = 0; b < nb; b++)
-            if (memcmp(&got[2 * b], &want[2 * b], 16) != 0)
-                fail_msg("%s: words %08x %08x %08x %08x: %a %a, formula %a %a",
-                         philox_isa_name((philox_isa)isa), w[4 * b],
-                         w[4 * b + 1], w[4 * b + 2], w[4 * b + 3], got[2 * b],
-                         got[2 * b + 1], want[2 * b], want[2 * b + 1]);
-    }
+    check_each_path_conversion(w, want, got, nb);
     free(w);
     free(got);
     free(want);
