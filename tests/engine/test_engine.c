@@ -326,8 +326,10 @@ static void test_large_fills_kernels(void **state)
                      RNGSNAP_OK);
     px_tuning saved = px_tune;
     size_t bytes = WAY_MIB + 4096 + 208; /* >= every threshold above */
-    unsigned char *a = aligned_alloc(64, bytes + 64);
-    unsigned char *b = aligned_alloc(64, bytes + 64);
+    /* aligned_alloc wants a size that is a multiple of the alignment */
+    size_t cap = (bytes + 64 + 63) & ~(size_t)63;
+    unsigned char *a = aligned_alloc(64, cap);
+    unsigned char *b = aligned_alloc(64, cap);
     assert_non_null(a);
     assert_non_null(b);
     for (size_t di = 0; di < sizeof dists / sizeof dists[0]; di++) {
