@@ -501,11 +501,128 @@ static void px256_normal_f64(const uint32_t *w, double *out, size_t nblocks)
                       &out[2 * i], &out[2 * i + 1]);
 }
 
+/* ---- NORMAL_F32 ------------------------------------------------------
+ * px_normal_f32 the same way: 8 pairs of words per vector, PX_NV vectors
+ * per iteration, the ln, sin and cos chains side by side; per value the
+ * operations and their order of px_normal_f32, px_logf and
+ * px_sincosf_kernel. */
+
+/* (float)w for unsigned w, rounded to nearest as a C conversion is: the
+ * two 16-bit halves are exact floats, hi * 2^16 is exact, and the one
+ * rounding is the final add. */
+static inline __attribute__((always_inline)) __m256 px256_u32_to_f(__m256i w)
+{
+    __m256 hi = _mm256_cvtepi32_ps(_mm256_srli_epi32(w, 16));
+    __m256 lo = _mm256_cvtepi32_ps(_mm256_and_si256(w, _mm256_set1_epi32(0xffff)));
+    return _mm256_add_ps(_mm256_mul_ps(hi, _mm256_set1_ps(65536.0f)), lo);
+}
+
+static inline __attribute__((always_inline)) __m256 px256_f(float v)
+{
+    return _mm256_set1_ps(v);
+}
+
+static void px256_normal_f32(const uint32_t *w, float *out, size_t npairs)
+{
+    size_t i = 0;
+    for (; i + 8 * PX_NV <= npairs; i += 8 * PX_NV) {
+        __m256 s[PX_NV], z[PX_NV], fe[PX_NV], a[PX_NV], za[PX_NV];
+        __m256 p[PX_NV], ps[PX_NV], pc[PX_NV];
+        __m256i q[PX_NV];
+        PX_FOR_K {
+            /* words w0 of 8 pairs in one vector, w1 in another; both in
+             * the lane order (0 1 4 5 | 2 3 6 7) of the pairs, which the
+             * unpacks at the store undo */
+            const float *src = (const float *)(const void *)(w + 2 * (i + 8 * (size_t)k));
+            __m256 lo8 = _mm256_loadu_ps(src), hi8 = _mm256_loadu_ps(src + 8);
+            __m256i x0 = _mm256_castps_si256(_mm256_shuffle_ps(lo8, hi8, 0x88));
+            __m256i x1 = _mm256_castps_si256(_mm256_shuffle_ps(lo8, hi8, 0xDD));
+            __m256 u1 = _mm256_add_ps(
+                _mm256_mul_ps(px256_u32_to_f(x0), px256_f(0x1p-32f)),
+                px256_f(0x1p-33f));
+            /* quarter turn q and the angle a */
+            __m256i ii = _mm256_srli_epi32(x1, 8);
+            q[k] = _mm256_srli_epi32(
+                _mm256_add_epi32(ii, _mm256_set1_epi32(1 << 21)), 22);
+            __m256i ri = _mm256_sub_epi32(ii, _mm256_slli_epi32(q[k], 22));
+            a[k] = _mm256_mul_ps(
+                _mm256_mul_ps(_mm256_cvtepi32_ps(ri), px256_f(0x1p-22f)),
+                px256_f(1.57079632679489661923f));
+            /* ln: exponent e and mantissa m in [sqrt(2)/2, sqrt(2)) */
+            __m256i b = _mm256_castps_si256(u1);
+            __m256i mb = _mm256_or_si256(
+                _mm256_and_si256(b, _mm256_set1_epi32(0x007fffff)),
+                _mm256_set1_epi32(0x3f800000));
+            __m256i big = _mm256_cmpgt_epi32(mb, _mm256_set1_epi32(0x3fb504f3));
+            mb = _mm256_sub_epi32(mb, _mm256_and_si256(big, _mm256_set1_epi32(1 << 23)));
+            __m256i e = _mm256_sub_epi32(
+                _mm256_sub_epi32(_mm256_srli_epi32(b, 23), _mm256_set1_epi32(127)),
+                big);
+            fe[k] = _mm256_cvtepi32_ps(e);
+            __m256 f = _mm256_sub_ps(_mm256_castsi256_ps(mb), px256_f(1.0f));
+            s[k] = _mm256_div_ps(f, _mm256_add_ps(px256_f(2.0f), f));
+            za[k] = _mm256_mul_ps(a[k], a[k]);
+            z[k] = _mm256_mul_ps(s[k], s[k]);
+            ps[k] = _mm256_add_ps(px256_f(-1.0f / 5040.0f),
+                                  _mm256_mul_ps(za[k], px256_f(1.0f / 362880.0f)));
+            pc[k] = _mm256_add_ps(px256_f(1.0f / 40320.0f),
+                                  _mm256_mul_ps(za[k], px256_f(-1.0f / 3628800.0f)));
+            p[k] = px256_f(0x1.c71c72p-3f); /* 2/9 */
+        }
+#define PX_STEPF(acc, c, zz)                                                \
+    PX_FOR_K                                                                \
+        acc[k] = _mm256_add_ps(px256_f(c), _mm256_mul_ps(zz[k], acc[k]))
+        PX_STEPF(p, 0x1.24924ap-2f, z); /* 2/7 */
+        PX_STEPF(ps, 1.0f / 120.0f, za);
+        PX_STEPF(pc, -1.0f / 720.0f, za);
+        PX_STEPF(p, 0x1.99999ap-2f, z); /* 2/5 */
+        PX_STEPF(ps, -1.0f / 6.0f, za);
+        PX_STEPF(pc, 1.0f / 24.0f, za);
+        PX_STEPF(p, 0x1.555556p-1f, z); /* 2/3 */
+        PX_STEPF(pc, -0.5f, za);
+#undef PX_STEPF
+        PX_FOR_K {
+            __m256 sa = _mm256_add_ps(
+                a[k], _mm256_mul_ps(_mm256_mul_ps(a[k], za[k]), ps[k]));
+            __m256 ca = _mm256_add_ps(px256_f(1.0f), _mm256_mul_ps(za[k], pc[k]));
+            __m256 lm = _mm256_add_ps(
+                _mm256_add_ps(s[k], s[k]),
+                _mm256_mul_ps(_mm256_mul_ps(s[k], z[k]), p[k]));
+            __m256 lg = _mm256_add_ps(
+                _mm256_mul_ps(fe[k], px256_f(0x1.62e400p-1f)),
+                _mm256_add_ps(lm, _mm256_mul_ps(fe[k], px256_f(0x1.7f7d1cp-20f))));
+            __m256 r = _mm256_sqrt_ps(_mm256_mul_ps(px256_f(-2.0f), lg));
+            /* PX_QUADRANT, as for NORMAL_F64 (q in 0..4, taken mod 4) */
+            __m256 swap = _mm256_castsi256_ps(_mm256_slli_epi32(q[k], 31));
+            __m256 so = _mm256_blendv_ps(sa, ca, swap);
+            __m256 co = _mm256_blendv_ps(ca, sa, swap);
+            __m256i two = _mm256_set1_epi32(2);
+            so = _mm256_xor_ps(so, _mm256_castsi256_ps(_mm256_slli_epi32(
+                                       _mm256_and_si256(q[k], two), 30)));
+            co = _mm256_xor_ps(
+                co, _mm256_castsi256_ps(_mm256_slli_epi32(
+                        _mm256_and_si256(
+                            _mm256_add_epi32(q[k], _mm256_set1_epi32(1)), two),
+                        30)));
+            __m256 z0 = _mm256_mul_ps(r, co), z1 = _mm256_mul_ps(r, so);
+            /* lanes 0 1 | 4 5 hold pairs 0 1 | 2 3, lanes 2 3 | 6 7 pairs
+             * 4 5 | 6 7: the unpacks give the pairs in order */
+            float *o = out + 2 * (i + 8 * (size_t)k);
+            _mm256_storeu_ps(o, _mm256_unpacklo_ps(z0, z1));
+            _mm256_storeu_ps(o + 8, _mm256_unpackhi_ps(z0, z1));
+        }
+    }
+    for (; i < npairs; i++)
+        px_normal_f32(w[2 * i], w[2 * i + 1], &out[2 * i], &out[2 * i + 1]);
+}
+
 void px_convert_avx2(rngsnap_dist dist, const uint32_t *w, void *out,
                      size_t nblocks)
 {
     if (dist == RNGSNAP_NORMAL_F64)
         px256_normal_f64(w, out, nblocks);
+    else if (dist == RNGSNAP_NORMAL_F32)
+        px256_normal_f32(w, out, nblocks * 2);
     else
         px_convert_loop(dist, w, out, nblocks);
 }

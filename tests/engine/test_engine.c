@@ -204,6 +204,74 @@ static void test_paths_equal_scalar(void **state)
     free(b);
 }
 
+/* NORMAL_F32 through each path's own conversion (avx2: intrinsics) on
+ * the words where it could go wrong: u1 from every power of two of w0 and
+ * the mantissas at and next to sqrt(2) (px_logf's halving) at each, the
+ * smallest and largest w0 (u1 rounding up to 1), and w1 at and next to
+ * every quarter-turn boundary; in runs of 1 to 37 pairs (every tail). */
+static void test_normal_f32_edge_words(void **state)
+{
+    (void)state;
+    uint32_t w0s[600], w1s[40];
+    size_t n0 = 0, n1 = 0;
+    for (uint32_t v = 0; v < 64; v++)
+        w0s[n0++] = v, w0s[n0++] = 0xffffffffu - v;
+    for (int j = 0; j < 32; j++) {
+        uint64_t p2 = (uint64_t)1 << j;
+        w0s[n0++] = (uint32_t)p2;
+        w0s[n0++] = (uint32_t)(p2 - 1);
+        /* 0xb504f3 / 2^23 is sqrt(2)'s float mantissa: w0 at 2^(j-23) */
+        for (uint64_t m = 0xb504f2; m <= 0xb504f4; m++) {
+            uint64_t x = j >= 23 ? m << (j - 23) : m >> (23 - j);
+            for (int d = -1; d <= 1; d++)
+                if (x + (uint64_t)(int64_t)d <= 0xffffffffu)
+                    w0s[n0++] = (uint32_t)(x + (uint64_t)(int64_t)d);
+        }
+    }
+    for (uint32_t q = 0; q <= 4; q++) {
+        uint32_t at = q * (1u << 22) + (1u << 21); /* i where q steps */
+        for (int d = -1; d <= 0; d++) {
+            uint32_t i = (at + (uint32_t)d) & 0xffffffu;
+            w1s[n1++] = i << 8;
+            w1s[n1++] = (i << 8) | 0xffu;
+        }
+    }
+    w1s[n1++] = 0;
+    w1s[n1++] = 0xffffffffu;
+    size_t np = n0 * n1;
+    uint32_t *w = malloc(np * 8);
+    float *want = malloc(np * 8), *got = malloc(np * 8);
+    assert_non_null(w);
+    assert_non_null(want);
+    assert_non_null(got);
+    for (size_t i = 0; i < n0; i++)
+        for (size_t j = 0; j < n1; j++) {
+            size_t k = i * n1 + j;
+            w[2 * k] = w0s[i], w[2 * k + 1] = w1s[j];
+            px_normal_f32(w0s[i], w1s[j], &want[2 * k], &want[2 * k + 1]);
+        }
+    size_t nb = np / 2; /* whole blocks (two pairs each) */
+    for (int isa = PHILOX_ISA_SCALAR; isa < PHILOX_ISA_COUNT; isa++) {
+        px_convert_fn convert = px_convert_for((philox_isa)isa);
+        if (!philox_isa_supported((philox_isa)isa) || convert == NULL)
+            continue;
+        memset(got, 0, np * 8);
+        for (size_t at = 0, run = 1; at < nb; at += run, run = run % 37 + 1)
+            convert(RNGSNAP_NORMAL_F32, w + 4 * at, got + 4 * at,
+                    at + run <= nb ? run : nb - at);
+        for (size_t k = 0; k < 2 * nb; k++)
+            if (memcmp(&got[2 * k], &want[2 * k], 8) != 0)
+                fail_msg("%s: words %08x %08x: %a %a, scalar %a %a",
+                         philox_isa_name((philox_isa)isa), w[2 * k],
+                         w[2 * k + 1], (double)got[2 * k],
+                         (double)got[2 * k + 1], (double)want[2 * k],
+                         (double)want[2 * k + 1]);
+    }
+    free(w);
+    free(want);
+    free(got);
+}
+
 /* The per-family rows: each known family gets its row, a neighbour
  * outside the row's model range and another vendor get "other". */
 static void test_tuning_rows(void **state)
@@ -733,6 +801,7 @@ int main(void)
         cmocka_unit_test(test_large_fills),
         cmocka_unit_test(test_large_fills_kernels),
         cmocka_unit_test(test_tuning_rows),
+        cmocka_unit_test(test_normal_f32_edge_words),
         cmocka_unit_test(test_uniform_formulas),
         cmocka_unit_test(test_math_bounds),
         cmocka_unit_test(test_normals),
