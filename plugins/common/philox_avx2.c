@@ -22,9 +22,11 @@
 #define PX_G 6 /* fills below px_tune.large_min */
 #endif
 #ifndef PX_G_LARGE
-#define PX_G_LARGE 3 /* fills from px_tune.large_min on, or 4 (the row's) */
+#define PX_G_LARGE 3 /* from px_tune.large_min on, rows with 3 groups */
 #endif
-#define PX_GMAX (PX_G > PX_G_LARGE ? PX_G : PX_G_LARGE)
+#define PX_G_LARGE4 4 /* from px_tune.large_min on, rows with 4 groups */
+#define PX_MAX(a, b) ((a) > (b) ? (a) : (b))
+#define PX_GMAX PX_MAX(PX_G, PX_MAX(PX_G_LARGE, PX_G_LARGE4))
 #define PX_UNROLL_G _Pragma("GCC unroll 8")
 /* Fills of at least px_tune.prefetch_min bytes (plain stores) prefetch
  * each output line PX_PREFETCH_AHEAD bytes ahead for writing (prefetchw:
@@ -35,8 +37,8 @@
 /* Streaming (non-temporal) fills touch the page PX_TLB_AHEAD bytes ahead
  * once (prefetchnta of its first line) so that its address translation is
  * ready when the stores get there: non-temporal stores do not prefetch,
- * and under a hypervisor a TLB miss is a two-level walk.  +15-23% at
- * 64 MiB on 4 KiB pages (Zen 3 VM), none on 2 MiB pages. */
+ * and under a hypervisor a TLB miss is a two-level walk.  +8-22% at
+ * 64 MiB on 4 KiB pages (Zen 3 VM), little on 2 MiB pages. */
 #ifndef PX_TLB_AHEAD
 #define PX_TLB_AHEAD 8192
 #endif
@@ -316,7 +318,7 @@ px256_fill_direct(rngsnap_dist dist, const px_ctr *c, void *out,
         if ((nblocks) * 16 < px_tune.large_min)                           \
             px256_fill_direct(dist, c, out, nblocks, nt, PX_G);           \
         else if (px_tune.large_groups == 4)                               \
-            px256_fill_direct(dist, c, out, nblocks, nt, 4);              \
+            px256_fill_direct(dist, c, out, nblocks, nt, PX_G_LARGE4);    \
         else                                                              \
             px256_fill_direct(dist, c, out, nblocks, nt, PX_G_LARGE);     \
     } while (0)

@@ -30,7 +30,7 @@ typedef struct px_family_row {
 static const px_family_row px_rows[] = {
     /* AMD Zen 3 (EPYC 7003, Ryzen 5000).  Measured on an EPYC VM:
      * non-temporal stores with 3 groups were as fast as or faster than
-     * prefetchw at 4-256 MiB (+3-21%), also with the output read back
+     * prefetchw at 4-256 MiB (+0-22%), also with the output read back
      * right after, and 4 groups beat 3 when streaming (+2-6%); prefetchw
      * stays for fills that cannot stream (unaligned outputs). */
     {"AuthenticAMD", 0x19, 0x00, 0x0F,
@@ -45,11 +45,12 @@ static const px_family_row px_rows[] = {
 };
 
 /* Every other processor: prefetchw and 3 groups from 4 MiB (the best
- * plain-store choice on Zen 3), no non-temporal stores (slower on Zen 5). */
-static const px_tuning px_other = {"other", SIZE_MAX, 4 * PX_MIB, 4 * PX_MIB,
-                                   3};
+ * plain-store choice on Zen 3), no non-temporal stores (slower on Zen 5).
+ * Also what px_tune holds until the ISA choice sets it. */
+#define PX_OTHER_ROW {"other", SIZE_MAX, 4 * PX_MIB, 4 * PX_MIB, 3}
+static const px_tuning px_other = PX_OTHER_ROW;
 
-px_tuning px_tune = {"other", SIZE_MAX, 4 * PX_MIB, 4 * PX_MIB, 3};
+px_tuning px_tune = PX_OTHER_ROW;
 
 px_tuning px_tuning_for(const char *vendor, unsigned family, unsigned model)
 {
