@@ -8,6 +8,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -62,6 +63,10 @@ static void test_table(void **state)
     assert_non_null(strstr(st, "Philox4x32-10"));
     assert_non_null(strstr(st, " path"));
     assert_non_null(strstr(st, "1 thread"));
+    /* the large-fill row of this processor's family, by name */
+    char row[96];
+    snprintf(row, sizeof row, "large fills: %s row", px_tuning_detect().family);
+    assert_non_null(strstr(st, row));
     assert_int_equal(cpu->emulated(b), 0);
     void *s;
     assert_int_equal(cpu->stream_open(b, 0, "default", &s), RNGSNAP_OK);

@@ -5,6 +5,8 @@
  *                               (no silent fallback);
  *   RNGSNAP_PHILOX_ISA=scalar -> the plugin runs the scalar path even with
  *                               isa = avx2 in its section, and says so.
+ * And once more with RNGSNAP_PHILOX_NT_MIN=12345 as well: that replaces
+ * the CPU family's nt_min (without it the row's own value stands).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -53,8 +55,24 @@ static void test_env(void **state)
     }
 }
 
+static void test_nt_min(void **state)
+{
+    (void)state;
+    philox_isa isa;
+    philox_isa_resolve(PHILOX_ISA_SCALAR, &isa, NULL); /* sets px_tune */
+    px_tuning row = px_tuning_detect();
+    assert_string_equal(px_tune.family, row.family);
+    const char *nt = getenv("RNGSNAP_PHILOX_NT_MIN");
+    if (nt != NULL)
+        assert_true(px_tune.nt_min == (size_t)strtoull(nt, NULL, 10));
+    else
+        assert_true(px_tune.nt_min == row.nt_min);
+    assert_true(px_tune.prefetch_min == row.prefetch_min);
+}
+
 int main(void)
 {
-    const struct CMUnitTest tests[] = {cmocka_unit_test(test_env)};
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_env),
+                                       cmocka_unit_test(test_nt_min)};
     return cmocka_run_group_tests_name("isa_env", tests, NULL, NULL);
 }
