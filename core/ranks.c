@@ -613,6 +613,60 @@ static int fork_plan(job *j, const struct rngsnap_manifest *m,
     return RNGSNAP_OK;
 }
 
+/* Read saved rank r's file whole and check it against the manifest (size,
+ * then XXH3-64).  A missing file is RNGSNAP_E_IO (as any unreadable one),
+ * a damaged, truncated or foreign one RNGSNAP_E_CORRUPT; the message
+ * names the file, after how (what this load is, "" for an exact one). */
+static int read_rank_file(job *j, const struct rngsnap_manifest *m, int r,
+                          const char *how, char **path, uint8_t **buf,
+                          size_t *len)
+{
+    char err[RS_ERRMSG_MAX];
+    *buf = NULL;
+    if (!(*path = join(j->dir, m->ranks[r].file)))
+        return rs_error(j->ctx, RNGSNAP_E_NOMEM, "%s %s: out of memory",
+                        j->op, j->dir);
+    int rc = rs_store_read(*path, (size_t)m->ranks[r].size, buf, len, err,
+                           sizeof err);
+    if (!rc && (rc = rs_man_check_rank(m, r, *path, *buf, *len, err,
+                                       sizeof err)) != 0) {
+        free(*buf);
+        *buf = NULL;
+    }
+    if (rc)
+        rs_error(j->ctx, rc, "%s %s: %s%s; nothing restored", j->op, j->dir,
+                 how, err);
+    return rc;
+}
+
+/* This rank's share of the saved rank files: r, r + N, r + 2N, ... for
+ * rank r of this job's N ranks, so that between them the ranks check
+ * every file the manifest names (an exact resume: each its own; a fork:
+ * all W of them, whatever W).  The bytes and path of file src, when in
+ * the share, are kept for the restore; the others are freed. */
+static int check_share(job *j, const struct rngsnap_manifest *m, int src,
+                       const char *how, char **spath, uint8_t **sbuf,
+                       size_t *slen)
+{
+    for (int32_t r = j->c->rank; r < m->info.world_size; r += j->c->size) {
+        char *path;
+        uint8_t *buf;
+        size_t len;
+        int rc = read_rank_file(j, m, r, how, &path, &buf, &len);
+        if (rc == RNGSNAP_OK && r == src) {
+            *spath = path;
+            *sbuf = buf;
+            *slen = len;
+            continue;
+        }
+        free(path);
+        free(buf);
+        if (rc)
+            return rc;
+    }
+    return RNGSNAP_OK;
+}
+
 /* Step 1 on rank 0: read and verify the manifest. */
 static int read_manifest(job *j, uint8_t **buf, size_t *len)
 {
@@ -663,9 +717,11 @@ static int load_ranks_locked(job *j, unsigned flags)
     if (rc)
         goto out;
 
-    /* Step 2: every rank decodes the manifest, reads its file (rank 0's
-     * in a fork), checks it against the manifest and the registry. */
-    char err[RS_ERRMSG_MAX];
+    /* Step 2: every rank decodes the manifest and checks its share of
+     * the rank files against it (check_share): a damaged or incomplete
+     * folder is refused as such, whatever the flags, before anything is
+     * matched or restored. */
+    char err[RS_ERRMSG_MAX], how[96] = "";
     char *mpath = join(j->dir, RS_MAN_FILE);
     if (!mbuf || !mpath)
         rc = rs_error(ctx, RNGSNAP_E_NOMEM, "%s %s: out of memory", j->op,
@@ -683,27 +739,27 @@ static int load_ranks_locked(job *j, unsigned flags)
                           "to fork it onto %d ranks",
                           j->dir, (int)m->info.world_size, c->size, c->size);
         fork = 1;
+        snprintf(how, sizeof how, "fork of %d ranks onto %d: ",
+                 (int)m->info.world_size, c->size);
     }
     int src = fork ? 0 : c->rank;
-    if (!rc && fork) {
+    if (!rc)
+        rc = check_share(j, m, src, how, &fpath, &fbuf, &flen);
+    rc = step(j, rc, NULL, 0, NULL);
+    if (rc)
+        goto out;
+
+    /* Step 3: every rank matches the file it restores from (its own;
+     * rank 0's in a fork, which ranks other than 0 read again) against
+     * its registry. */
+    if (fork) {
         seeds = malloc((ctx->nstreams + 1) * sizeof *seeds);
         rc = seeds ? fork_plan(j, m, seeds)
                    : rs_error(ctx, RNGSNAP_E_NOMEM, "%s %s: out of memory",
                               j->op, j->dir);
     }
-    if (!rc && !(fpath = join(j->dir, m->ranks[src].file)))
-        rc = rs_error(ctx, RNGSNAP_E_NOMEM, "%s %s: out of memory", j->op,
-                      j->dir);
-    if (!rc) {
-        rc = rs_store_read(fpath, (size_t)m->ranks[src].size, &fbuf, &flen,
-                           err, sizeof err);
-        if (!rc)
-            rc = rs_man_check_rank(m, src, fpath, fbuf, flen, err,
-                                   sizeof err);
-        if (rc)
-            rs_error(ctx, rc, "%s %s: %s; nothing restored", j->op, j->dir,
-                     err);
-    }
+    if (!rc && !fbuf)
+        rc = read_rank_file(j, m, src, how, &fpath, &fbuf, &flen);
     if (!rc)
         rc = rs_load_prepare(ctx, fpath, fbuf, flen, seeds,
                              m->info.world_size, &plan);
@@ -711,7 +767,7 @@ static int load_ranks_locked(job *j, unsigned flags)
     if (rc)
         goto out;
 
-    /* Step 3: every rank is ready; all commit, and undo if any failed.
+    /* Step 4: every rank is ready; all commit, and undo if any failed.
      * Streams stay locked until the outcome is known, so no draw sees a
      * state that is then rolled back. */
     rs_streams_lock_all(ctx);
