@@ -160,15 +160,19 @@ static void saved_rank(const char *dir, int r, saved *s)
 static void fork_onto_all(fc *f, const char *why)
 {
     static const int onto[] = {1, 2, 3, 8};
+    char failed[64] = "";
     for (size_t i = 0; i < sizeof onto / sizeof onto[0]; i++) {
         int n = onto[i];
         snprintf(f->msg, sizeof f->msg,
                  "rank %d of %d: load_ranks %s: fork of 4 ranks onto %d: %s",
                  3 % n, n, f->dir, n, why);
         if (thread_comm_run(n, body_fork, f) != 0)
-            fail_msg("fork of 4 ranks onto %d: see the ranks' lines above",
-                     n);
+            snprintf(failed + strlen(failed), sizeof failed - strlen(failed),
+                     " %d", n);
     }
+    if (failed[0])
+        fail_msg("fork of 4 ranks onto%s: see the ranks' lines above",
+                 failed);
 }
 
 /* Save 4 ranks into scratch/name; rank 3's file bytes into *keep. */
