@@ -175,71 +175,80 @@ static void fork_onto_all(fc *f, const char *why)
                  failed);
 }
 
-/* Save 4 ranks into scratch/name; rank 3's file bytes into *keep. */
-static void save4(fc *f, const char *name, saved *s, uint8_t **keep,
-                  size_t *len)
+/* A 4-rank checkpoint in scratch/name, rank 3's file and its bytes. */
+typedef struct folder {
+    fc f;
+    saved s;
+    uint8_t *keep; /* rank 3's file as saved */
+    size_t len;
+    char why[1600]; /* what the refusal says of that file */
+} folder;
+
+static folder *save4(const char *name, int per_rank_app)
 {
-    static char dir[4][600];
-    static int next;
-    char *d = dir[next++ % 4];
-    snprintf(d, sizeof dir[0], "%s/%s", scratch, name);
-    f->ini = mixed_ini;
-    f->dir = d;
-    assert_int_equal(thread_comm_run(4, body_save, f), 0);
-    saved_rank(d, 3, s);
-    *keep = rk_read(s->file, len);
-    assert_non_null(*keep);
-    assert_int_equal(*len, s->size);
+    static char dir[600];
+    folder *d = calloc(1, sizeof *d);
+    assert_non_null(d);
+    snprintf(dir, sizeof dir, "%s/%s", scratch, name);
+    d->f.ini = mixed_ini;
+    d->f.dir = dir;
+    d->f.per_rank_app = per_rank_app;
+    assert_int_equal(thread_comm_run(4, body_save, &d->f), 0);
+    saved_rank(dir, 3, &d->s);
+    d->keep = rk_read(d->s.file, &d->len);
+    assert_non_null(d->keep);
+    assert_int_equal(d->len, d->s.size);
+    return d;
+}
+
+static void folder_done(folder *d)
+{
+    remove_tree(d->f.dir);
+    free(d->keep);
+    free(d);
+}
+
+/* Rank 3's file with byte `at` flipped (again: put back), and what a
+ * load says of it. */
+static void flip(folder *d, size_t at)
+{
+    d->keep[at] ^= 0x10;
+    rk_write(d->s.file, d->keep, d->len);
+    snprintf(d->why, sizeof d->why,
+             "%s (rank 3's file): XXH3-64 0x%016llx, the manifest of "
+             "checkpoint %s records 0x%016llx (damaged, swapped, or another "
+             "checkpoint's file); nothing restored",
+             d->s.file, (unsigned long long)XXH3_64bits(d->keep, d->len),
+             d->s.id, (unsigned long long)d->s.sum);
 }
 
 static void test_fork_damaged_rank_file(void **state)
 {
     (void)state;
-    fc f = {0};
-    saved s;
-    uint8_t *keep;
-    size_t len;
-    save4(&f, "fork-damaged", &s, &keep, &len);
-    /* one byte flipped in the middle of rank 3's file */
-    keep[len / 2] ^= 0x10;
-    rk_write(s.file, keep, len);
-    char why[1600];
-    snprintf(why, sizeof why,
-             "%s (rank 3's file): XXH3-64 0x%016llx, the manifest of "
-             "checkpoint %s records 0x%016llx (damaged, swapped, or another "
-             "checkpoint's file); nothing restored",
-             s.file, (unsigned long long)XXH3_64bits(keep, len), s.id,
-             (unsigned long long)s.sum);
-    f.expect = RNGSNAP_E_CORRUPT;
-    fork_onto_all(&f, why);
+    folder *d = save4("fork-damaged", 0);
+    flip(d, d->len / 2);
+    d->f.expect = RNGSNAP_E_CORRUPT;
+    fork_onto_all(&d->f, d->why);
     /* the same folder with the byte put back forks */
-    keep[len / 2] ^= 0x10;
-    rk_write(s.file, keep, len);
-    f.expect = 0;
-    assert_int_equal(thread_comm_run(2, body_fork, &f), 0);
-    free(keep);
-    remove_tree(f.dir);
+    flip(d, d->len / 2);
+    d->f.expect = 0;
+    assert_int_equal(thread_comm_run(2, body_fork, &d->f), 0);
+    folder_done(d);
 }
 
 static void test_fork_truncated_rank_file(void **state)
 {
     (void)state;
-    fc f = {0};
-    saved s;
-    uint8_t *keep;
-    size_t len;
-    save4(&f, "fork-truncated", &s, &keep, &len);
-    rk_write(s.file, keep, len / 2);
-    char why[1600];
-    snprintf(why, sizeof why,
+    folder *d = save4("fork-truncated", 0);
+    rk_write(d->s.file, d->keep, d->len / 2);
+    snprintf(d->why, sizeof d->why,
              "%s (rank 3's file): %zu bytes, the manifest of checkpoint %s "
              "records %zu (damaged, truncated, or another checkpoint's "
              "file); nothing restored",
-             s.file, len / 2, s.id, len);
-    f.expect = RNGSNAP_E_CORRUPT;
-    fork_onto_all(&f, why);
-    free(keep);
-    remove_tree(f.dir);
+             d->s.file, d->len / 2, d->s.id, d->len);
+    d->f.expect = RNGSNAP_E_CORRUPT;
+    fork_onto_all(&d->f, d->why);
+    folder_done(d);
 }
 
 /* A missing file is RNGSNAP_E_IO, as an exact resume of the folder
@@ -247,20 +256,14 @@ static void test_fork_truncated_rank_file(void **state)
 static void test_fork_missing_rank_file(void **state)
 {
     (void)state;
-    fc f = {0};
-    saved s;
-    uint8_t *keep;
-    size_t len;
-    save4(&f, "fork-missing", &s, &keep, &len);
-    assert_int_equal(unlink(s.file), 0);
-    char why[1600];
-    snprintf(why, sizeof why,
+    folder *d = save4("fork-missing", 0);
+    assert_int_equal(unlink(d->s.file), 0);
+    snprintf(d->why, sizeof d->why,
              "%s: cannot open: No such file or directory; nothing restored",
-             s.file);
-    f.expect = RNGSNAP_E_IO;
-    fork_onto_all(&f, why);
-    free(keep);
-    remove_tree(f.dir);
+             d->s.file);
+    d->f.expect = RNGSNAP_E_IO;
+    fork_onto_all(&d->f, d->why);
+    folder_done(d);
 }
 
 /* A damaged folder is refused as damaged before anything else is
@@ -270,37 +273,23 @@ static void test_fork_missing_rank_file(void **state)
 static void test_fork_damage_before_mismatch(void **state)
 {
     (void)state;
-    fc f = {.per_rank_app = 1};
-    saved s;
-    uint8_t *keep;
-    size_t len;
-    save4(&f, "fork-damage-first", &s, &keep, &len);
-    keep[len - 1] ^= 0x01;
-    rk_write(s.file, keep, len);
-    char why[1600];
-    snprintf(why, sizeof why,
-             "%s (rank 3's file): XXH3-64 0x%016llx, the manifest of "
-             "checkpoint %s records 0x%016llx (damaged, swapped, or another "
-             "checkpoint's file); nothing restored",
-             s.file, (unsigned long long)XXH3_64bits(keep, len), s.id,
-             (unsigned long long)s.sum);
-    f.expect = RNGSNAP_E_CORRUPT;
-    snprintf(f.msg, sizeof f.msg,
-             "rank 1 of 2: load_ranks %s: fork of 4 ranks onto 2: %s", f.dir,
-             why);
-    assert_int_equal(thread_comm_run(2, body_fork, &f), 0);
+    folder *d = save4("fork-damage-first", 1);
+    flip(d, d->len - 1);
+    d->f.expect = RNGSNAP_E_CORRUPT;
+    snprintf(d->f.msg, sizeof d->f.msg,
+             "rank 1 of 2: load_ranks %s: fork of 4 ranks onto 2: %s",
+             d->f.dir, d->why);
+    assert_int_equal(thread_comm_run(2, body_fork, &d->f), 0);
     /* undamaged, the app state is what refuses it */
-    keep[len - 1] ^= 0x01;
-    rk_write(s.file, keep, len);
-    f.expect = RNGSNAP_E_MISMATCH;
-    snprintf(f.msg, sizeof f.msg,
+    flip(d, d->len - 1);
+    d->f.expect = RNGSNAP_E_MISMATCH;
+    snprintf(d->f.msg, sizeof d->f.msg,
              "rank 0 of 2: load_ranks %s: fork refused: app state progress "
              "differs between saved ranks, so no one copy of it belongs on "
              "every new rank; nothing restored",
-             f.dir);
-    assert_int_equal(thread_comm_run(2, body_fork, &f), 0);
-    free(keep);
-    remove_tree(f.dir);
+             d->f.dir);
+    assert_int_equal(thread_comm_run(2, body_fork, &d->f), 0);
+    folder_done(d);
 }
 
 static int setup(void **state)
