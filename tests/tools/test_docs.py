@@ -11,6 +11,9 @@
   against include/ with -Wall -Wextra -Werror, except a block preceded by
   the line `<!-- fragment -->` (an excerpt; the marker is explained in the
   plugin guide's introduction);
+- the plugin guide's `switch (dist)` example has the default: that
+  refuses a distribution with host->error and RNGSNAP_E_UNAVAILABLE, and
+  fails to build without it (rngsnap_dist grows);
 - RNGSNAP_HOST_HAS honours the host table's struct_size and a NULL member;
 - the plugin guide's thread contract names every function of the table;
 - the user guide's trace of rngsnap_state_ops calls is what the library
@@ -149,6 +152,39 @@ for page in ("docs/plugin-guide.md", "docs/user-guide.md"):
         check(ok, f"{page}:{line}: the C block compiles", err[-3000:])
     check(compiled >= 1 if page.endswith("plugin-guide.md") else True,
           f"{page}: {compiled} of {len(blocks)} C blocks compiled")
+
+# rngsnap_dist grows: the guide's generate example switches on dist with a
+# default: that refuses through host->error with RNGSNAP_E_UNAVAILABLE, is
+# compiled above, and without its default: does not compile (-Wswitch
+# under -Wall -Werror), which is what a plugin author meets as the enum
+# grows.
+def without_default(code):
+    """code with the default: branch of its switch removed (up to the
+    brace that closes the switch, at the indentation of `default:`)."""
+    lines = code.split("\n")
+    for i, line in enumerate(lines):
+        if line.strip() == "default:":
+            ind = line[:len(line) - len(line.lstrip())]
+            for j in range(i + 1, len(lines)):
+                if lines[j] == ind + "}":
+                    return "\n".join(lines[:i] + lines[j:])
+    return None
+
+
+dist_blocks = [code for _, code, frag in c_blocks(read("docs", "plugin-guide.md"))
+               if not frag and "switch (dist)" in code]
+dist_ok = len(dist_blocks) == 1 and all(
+    w in dist_blocks[0] for w in ("default:", "host->error(",
+                                  "return RNGSNAP_E_UNAVAILABLE;"))
+check(dist_ok, "plugin-guide.md has one compiled switch (dist) example whose "
+      "default: refuses with host->error and RNGSNAP_E_UNAVAILABLE",
+      f"{len(dist_blocks)} block(s)")
+if dist_ok:
+    mutant = without_default(dist_blocks[0])
+    ok, err = compile_c(mutant) if mutant else (True, "no default: found")
+    check(not ok and "not handled in switch" in err,
+          "the guide's switch (dist) without its default: fails to build "
+          "with -Wall -Wextra -Werror", err[-2000:])
 
 # RNGSNAP_HOST_HAS: false for a member past struct_size (a core older than
 # the plugin's header) and for a NULL member; true otherwise.
