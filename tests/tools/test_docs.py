@@ -267,5 +267,27 @@ for bad_line, what in (("emulate_devices = 1\nemulate_device = 1\n",
               f"plugin-guide.md shows the real RNGSNAP_E_CONFIG message for {what}",
               f"rc={p.returncode} message: {msg!r}")
 
+# rng-ini.md's "A plugin that is not found" example is the real message
+# (paths replaced): a typo of the cuda plugin in the built plugin folder.
+with tempfile.TemporaryDirectory() as tmp:
+    ini = os.path.join(tmp, "rng.ini")
+    with open(ini, "w") as f:
+        f.write(f"[rngsnap]\nplugin_dir = {plugdir}\n[backend.cpu]\n"
+                "plugin = rngsnap_cpu\n\n\n\n\n[backend.cuda]\n"
+                "plugin = rngsnap_cdua\n")
+    p = subprocess.run([rngsnap, "-c", ini, "backends", "--json"],
+                       capture_output=True, text=True)
+    try:
+        msg = {b["name"]: b for b in json.loads(p.stdout)["backends"]}[
+            "cuda"]["reason"]
+    except (ValueError, KeyError):
+        msg = ""
+    for d in (plugdir, os.path.realpath(plugdir)):
+        msg = msg.replace(d, "/usr/lib/x86_64-linux-gnu/rngsnap-1")
+    msg = msg.replace(ini, "/etc/rngsnap/rng.ini")
+    check(p.returncode == 2 and msg and f"\n{msg}\n" in ini_doc,
+          "rng-ini.md shows the real message of a plugin typo",
+          f"rc={p.returncode} message: {msg!r}")
+
 print(f"{len(fails)} failure(s)")
 sys.exit(1 if fails else 0)
