@@ -135,6 +135,19 @@ static const char *elsewhere_plugin_dir(const char *ini)
     return s;
 }
 
+/* plugin = rngsnap_godo in [backend.good] at ini:line, searched in
+ * RNGSNAP_PLUGIN_PATH (the test plugins): the guess, then "change it,
+ * or " + unset. */
+static void env_typo_message(char *want, size_t len, const char *ini,
+                             int line, const char *unset)
+{
+    snprintf(want, len, "plugin 'rngsnap_godo' for [backend.good] (%s:%d) "
+             "not found (did you mean 'rngsnap_good'?); tried (folders from "
+             "RNGSNAP_PLUGIN_PATH): %s/rngsnap_godo.so; to search other "
+             "folders, change RNGSNAP_PLUGIN_PATH (folders separated by "
+             "':'), or %s", ini, line, th_plugin_dir(), unset);
+}
+
 static void test_not_found_way_out(void **state)
 {
     (void)state;
@@ -197,21 +210,16 @@ static void test_not_found_way_out(void **state)
     snprintf(ini, sizeof ini, "%s", th_write("rng.ini", "[rngsnap]\n"
              "plugin_dir = /nonexistent\n[backend.good]\n"
              "plugin = rngsnap_godo\n"));
-    snprintf(want, sizeof want, "plugin 'rngsnap_godo' for [backend.good] "
-             "(%s:3) not found (did you mean 'rngsnap_good'?); tried "
-             "(folders from RNGSNAP_PLUGIN_PATH): %s/rngsnap_godo.so; to "
-             "search other folders, change RNGSNAP_PLUGIN_PATH (folders "
-             "separated by ':'), or unset it to search plugin_dir in "
-             "[rngsnap] (%s:2)", ini, th_plugin_dir(), ini);
+    char tail[8192];
+    snprintf(tail, sizeof tail, "unset it to search plugin_dir in "
+             "[rngsnap] (%s:2)", ini);
+    env_typo_message(want, sizeof want, ini, 3, tail);
     assert_string_equal(th_open_fails(ini, 0, RNGSNAP_E_PLUGIN), want);
     snprintf(ini, sizeof ini, "%s", th_write("rng.ini", "[backend.good]\n"
              "plugin = rngsnap_godo\n"));
-    snprintf(want, sizeof want, "plugin 'rngsnap_godo' for [backend.good] "
-             "(%s:1) not found (did you mean 'rngsnap_good'?); tried "
-             "(folders from RNGSNAP_PLUGIN_PATH): %s/rngsnap_godo.so; to "
-             "search other folders, change RNGSNAP_PLUGIN_PATH (folders "
-             "separated by ':'), or unset it and set plugin_dir in "
-             "[rngsnap] of %s", ini, th_plugin_dir(), ini);
+    snprintf(tail, sizeof tail, "unset it and set plugin_dir in [rngsnap] "
+             "of %s", ini);
+    env_typo_message(want, sizeof want, ini, 1, tail);
     assert_string_equal(th_open_fails(ini, 0, RNGSNAP_E_PLUGIN), want);
     unsetenv("RNGSNAP_PLUGIN_PATH");
 
