@@ -24,6 +24,7 @@
 #include "format.h"
 #include "internal.h"
 #include "lock.h"
+#include "mismatch.h"
 #include "store.h"
 
 #define LOAD_FLAGS 0u
@@ -261,75 +262,16 @@ RNGSNAP_API int rngsnap_save(rngsnap *ctx, const char *path, unsigned flags)
 
 /* ---- load: matching ------------------------------------------------------ */
 
-/* live (a C string) equals the len-byte name from the file (no NUL
- * inside, verified by the decoder).  strncmp, not memcmp: a live name
- * shorter than len must not be read past its NUL. */
-static int name_is(const char *live, const char *file, size_t len)
-{
-    return strncmp(live, file, len) == 0 && live[len] == 0;
-}
-
 static int stream_is(const struct rngsnap_stream *e, const rs_fmt_section *s)
 {
     return e->device == s->pub.device
-           && name_is(e->backend->name, s->pub.backend, s->backend_len)
-           && name_is(e->name, s->pub.name, s->name_len);
+           && rs_name_is(e->backend->name, s->pub.backend, s->backend_len)
+           && rs_name_is(e->name, s->pub.name, s->name_len);
 }
 
 static int app_is(const rs_app_state *a, const rs_fmt_section *s)
 {
-    return name_is(a->name, s->pub.name, s->name_len);
-}
-
-/* The configured backend named by the len bytes at name, or NULL. */
-static const rs_backend *backend_named(const struct rngsnap *ctx,
-                                       const char *name, size_t len)
-{
-    for (size_t i = 0; i < ctx->nbackends; i++)
-        if (name_is(ctx->backends[i].name, name, len))
-            return &ctx->backends[i];
-    return NULL;
-}
-
-/* What an admin does about an optional backend that is on one node and
- * not on another. */
-#define RS_OPTIONAL_FIX                                                     \
-    "resume where the same backends are present as where the checkpoint "  \
-    "was written, or set 'required = true' so that a node without it "      \
-    "stops at rngsnap_open instead of at the load"
-
-/* Why the checkpoint's stream section s has no live entry, when the
- * configuration says more than "not listed". */
-static void why_extra(const struct rngsnap *ctx, const rs_fmt_section *s,
-                      char *buf, size_t len)
-{
-    const rs_backend *b = backend_named(ctx, s->pub.backend, s->backend_len);
-    if (!b)
-        snprintf(buf, len, " (no [backend.%.*s] in this configuration)",
-                 (int)s->backend_len, s->pub.backend);
-    else if (b->skipped)
-        snprintf(buf, len, " (backend %s is optional, 'required = false', "
-                 "and was skipped here: %s; it was present where the "
-                 "checkpoint was written: " RS_OPTIONAL_FIX ")", b->name,
-                 b->reason ? b->reason : "no device");
-    else if (b->available && s->pub.device >= b->device_count)
-        snprintf(buf, len, " (backend %s has %d device%s here)", b->name,
-                 b->device_count, b->device_count == 1 ? "" : "s");
-    else
-        buf[0] = '\0';
-}
-
-/* The same for a live entry that the checkpoint lacks. */
-static void why_missing(const struct rngsnap_stream *e, char *buf,
-                        size_t len)
-{
-    if (!e->backend->required)
-        snprintf(buf, len, " (backend %s is optional, 'required = false', "
-                 "and present here, so it was probably absent where the "
-                 "checkpoint was written: " RS_OPTIONAL_FIX ")",
-                 e->backend->name);
-    else
-        buf[0] = '\0';
+    return rs_name_is(a->name, s->pub.name, s->name_len);
 }
 
 /* Entries all matched, but in another order than the registry's (rng.ini
@@ -372,7 +314,7 @@ static int match_sections(struct rngsnap *ctx, const char *path,
     const uint32_t none = UINT32_MAX;
     size_t n = v->header.section_count;
     size_t next_s = 0, next_a = 0;
-    size_t extra = 0, first_extra = 0;
+    size_t extra = 0;
     for (size_t i = 0; i < ctx->nstreams; i++)
         smap[i] = none;
     for (size_t i = 0; i < ctx->napps; i++)
@@ -416,8 +358,7 @@ static int match_sections(struct rngsnap *ctx, const char *path,
             continue;
         }
         if (found == SIZE_MAX) {
-            if (extra++ == 0)
-                first_extra = i;
+            extra++;
             continue;
         }
         if (map[found] != none) {
@@ -430,43 +371,13 @@ static int match_sections(struct rngsnap *ctx, const char *path,
         map[found] = (uint32_t)i;
     }
     size_t missing = 0;
-    char lack[600] = "", why_a[700] = "", why_b[400] = "";
     for (size_t e = 0; e < ctx->nstreams && !apps_only; e++)
-        if (smap[e] == none && missing++ == 0) {
-            rs_stream_label(&ctx->streams[e], lack, sizeof lack);
-            why_missing(&ctx->streams[e], why_b, sizeof why_b);
-        }
+        missing += smap[e] == none;
     for (size_t e = 0; e < ctx->napps; e++)
-        if (amap[e] == none && missing++ == 0)
-            snprintf(lack, sizeof lack, "app state %s", ctx->apps[e].name);
+        missing += amap[e] == none;
     if (!extra && !missing)
         return RNGSNAP_OK;
-
-    char has[600] = "", a[1500] = "", b[1200] = "";
-    if (extra) {
-        const rs_fmt_section *s = &v->sections[first_extra];
-        rs_fmt_section_label(&s->pub, has, sizeof has);
-        if (s->pub.kind == RNGSNAP_SECTION_STREAM)
-            why_extra(ctx, s, why_a, sizeof why_a);
-        snprintf(a, sizeof a,
-                 "checkpoint has %s, which this configuration does not "
-                 "load%s",
-                 has, why_a);
-        if (extra > 1)
-            snprintf(a + strlen(a), sizeof a - strlen(a), " (and %zu more)",
-                     extra - 1);
-    }
-    if (missing) {
-        snprintf(b, sizeof b,
-                 "this configuration has %s, which the checkpoint lacks%s",
-                 lack, why_b);
-        if (missing > 1)
-            snprintf(b + strlen(b), sizeof b - strlen(b), " (and %zu more)",
-                     missing - 1);
-    }
-    return rs_error(ctx, RNGSNAP_E_MISMATCH, "%s: %s%s%s; nothing restored "
-                    "(configuration %s)", path, a,
-                    extra && missing ? "; " : "", b, ctx->ini_path);
+    return rs_mismatch_error(ctx, path, v, smap, amap, apps_only);
 }
 
 /* Format and size of every stream state, then the plugin's own check. */

@@ -13,7 +13,7 @@
 
 /* A fresh scratch folder "<TMPDIR>/rngsnap-ckpt-XXXXXX" with a plugins/
  * subfolder holding links to rngsnap_multidev.so, rngsnap_multidev2.so
- * and (when built) rngsnap_cpu.so.  Also clears the environment
+ * and (when built) rngsnap_cpu.so and rngsnap_cuda.so.  Also clears the environment
  * variables that would change the tests (plugin path, rank). */
 const char *ct_setup_dir(void);
 /* Remove the scratch folder and everything in it. */
