@@ -55,7 +55,7 @@ def seed_words(words, manual_seed):
 # ---- the saved position ------------------------------------------------
 # "RSSM" v1: header, then u64 dataset length, u64 batch size, u64 epochs,
 # u8 shuffle, u8 drop_last, 2 zero bytes, u32 rank, u32 world size, u64
-# epoch, u64 batches taken in it.  64 bytes.
+# epoch, u64 batches taken in it.  60 bytes.
 SAMPLER_MAGIC = b"RSSM"
 _BODY = struct.Struct("<QQQBB2sIIQQ")
 _FIELDS = (("length", "dataset length"), ("batch_size", "batch size"),
@@ -180,15 +180,18 @@ class ResumableSampler(_torch.utils.data.Sampler):
         order = self._order(epoch)
         return self._keys(epoch, order, start)
 
+    def _shuffled(self, epoch):
+        """The epoch's order of the whole dataset."""
+        if not self.shuffle:
+            return _np.arange(self.length)
+        keys = self.stream.derive(epoch, ORDER_KEY).generate("u64",
+                                                             self.length)
+        return _np.argsort(keys, kind="stable")
+
     def _order(self, epoch):
         """This rank's indices of the epoch, in order."""
         if self._order_of[0] != epoch:
-            if self.shuffle:
-                keys = self.stream.derive(epoch, ORDER_KEY).generate(
-                    "u64", self.length)
-                order = _np.argsort(keys, kind="stable")
-            else:
-                order = _np.arange(self.length)
+            order = self._shuffled(epoch)
             total = -(-self.length // self.world_size) * self.world_size
             pad = total - self.length
             if pad:  # DistributedSampler's padding: the order, repeated
@@ -253,18 +256,35 @@ class ResumableSampler(_torch.utils.data.Sampler):
 
 
 class DistributedResumableSampler(ResumableSampler):
-    """ResumableSampler for DistributedSampler's job: every rank orders the
-    epoch by the same key and takes its shard (the order padded to a
-    multiple of world_size by repeating its start, then every world_size-th
-    index from rank), in batches.  rank and world_size default to ctx's;
-    each rank saves its own position (ctx.save_ranks)."""
+    """ResumableSampler for DistributedSampler's job: every rank takes its
+    shard of one order (padded to a multiple of world_size by repeating its
+    start, then every world_size-th index from rank), in batches.  Ranks
+    are seeded apart (seed_all: subsequence = rank), so the epoch's order
+    is rank 0's of group, broadcast over torch.distributed at the start of
+    the epoch.  rank and world_size default to ctx's; each rank saves its
+    own position (ctx.save_ranks)."""
 
     def __init__(self, ctx, stream, length, batch_size, epochs, *,
-                 rank=None, world_size=None, shuffle=True, drop_last=False,
-                 name="rngsnap.sampler"):
+                 rank=None, world_size=None, group=None, shuffle=True,
+                 drop_last=False, name="rngsnap.sampler"):
+        self.group = group
         self._init(ctx, stream, length, batch_size, epochs, shuffle,
                    drop_last, name, ctx.rank if rank is None else rank,
                    ctx.world_size if world_size is None else world_size)
+
+    def _shuffled(self, epoch):
+        if not self.shuffle or self.world_size == 1:
+            return super()._shuffled(epoch)
+        from . import _TorchComm
+        try:
+            comm = _TorchComm(self.group)
+        except RuntimeError as e:
+            raise RuntimeError("%s: %s (every rank takes its shard of rank "
+                               "0's order)" % (self.name, e)) from None
+        size = 8 * self.length
+        mine = (super()._shuffled(epoch).astype("<i8").tobytes()
+                if comm.rank == 0 else bytes(size))
+        return _np.frombuffer(comm.broadcast(mine, 0), dtype="<i8")
 
 
 class KeyedDataset(_torch.utils.data.Dataset):

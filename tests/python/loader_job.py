@@ -39,6 +39,16 @@ class Augmented(torch.utils.data.Dataset):
         return x, i
 
 
+def batches(lines):
+    """{(epoch, batches taken): the rest of its line} of the job's output."""
+    out = {}
+    for line in lines:
+        w = line.split(maxsplit=3)
+        if w and w[0] == "batch":
+            out[(int(w[1]), int(w[2]))] = w[3].rstrip("\n")
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("dir")

@@ -19,6 +19,8 @@ import sys
 
 import pytest
 
+from loader_job import batches
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 JOB = os.path.join(HERE, "loader_job.py")
 BATCHES = 9 * 2  # loader_job: 26 samples in batches of 3, 2 epochs
@@ -43,16 +45,6 @@ def start(d, run, *extra):
     return subprocess.Popen(args, stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, start_new_session=True)
-
-
-def batches(lines):
-    """{(epoch, batches taken): the rest of the line} of a job's output."""
-    out = {}
-    for line in lines:
-        w = line.split(maxsplit=3)
-        if w and w[0] == "batch":
-            out[(int(w[1]), int(w[2]))] = w[3].rstrip("\n")
-    return out
 
 
 def finish(p):
@@ -85,6 +77,7 @@ def uninterrupted(tmp_path_factory):
 
 
 def global_number(key):
+    """Batch (epoch, taken) counted from 1 over the whole job."""
     return key[0] * (BATCHES // 2) + key[1]
 
 
