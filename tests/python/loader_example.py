@@ -1,8 +1,8 @@
 """The training loop of docs/python.md, "Mid-epoch resume with a standard
 DataLoader": random augmentation in __getitem__, 2 workers, a checkpoint
-every CKPT_EVERY steps.  loader_example_before.py is the loop as a job
-has it: resumed, it restarts the epoch and differs from the uninterrupted
-run.  loader_example.py has the 5 changed lines that make it resume at any
+every CKPT_EVERY steps.  The page shows it as a diff: without its 5 lines
+(the loop as a job has it, shuffle=True), a resumed run restarts the epoch
+and differs from the uninterrupted one; with them, it resumes at any
 batch, bit for bit.
 
     python3 loader_example.py DIR [--resume]

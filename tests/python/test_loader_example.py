@@ -1,9 +1,9 @@
 """The loop of docs/python.md, "Mid-epoch resume with a standard
-DataLoader": the diff the page shows is the diff of loader_example_before.py
-and loader_example.py, it changes at most 6 lines, and loader_example.py,
-SIGKILLed (with its workers) when it reports a checkpoint and run again with
---resume, prints the losses of the uninterrupted job bit for bit, where
-loader_example_before.py does not."""
+DataLoader": the page shows loader_example.py as a diff from the loop a job
+has (shuffle=True); the diff changes at most 6 lines, and
+loader_example.py, SIGKILLed (with its workers) when it reports a
+checkpoint and run again with --resume, prints the losses of the
+uninterrupted job bit for bit, where the loop before the diff does not."""
 import difflib
 import os
 import random
@@ -16,16 +16,11 @@ import pytest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 DOC = os.path.join(HERE, "..", "..", "docs", "python.md")
-NAMES = ["tests/python/loader_example_before.py",
-         "tests/python/loader_example.py"]
+EXAMPLE = os.path.join(HERE, "loader_example.py")
+NAMES = ["a/tests/python/loader_example.py", "b/tests/python/loader_example.py"]
 LOSS = re.compile(r"^epoch (\d+) step (\d+) loss (\S+)$")
 SEED = int(os.environ.get("RNGSNAP_TEST_SEED") or
            random.SystemRandom().randrange(1 << 32))
-
-
-def lines_of(name):
-    with open(os.path.join(HERE, "..", "..", name)) as f:
-        return f.readlines()
 
 
 def doc_diff():
@@ -37,19 +32,47 @@ def doc_diff():
     return m.group(1)
 
 
-def test_doc_shows_the_diff_of_the_two_files():
-    diff = "".join(difflib.unified_diff(*map(lines_of, NAMES), *NAMES))
-    assert doc_diff() == diff
-    added = [x for x in diff.splitlines()[2:] if x.startswith("+")]
-    removed = [x for x in diff.splitlines()[2:] if x.startswith("-")]
-    assert len(added) <= 6 and len(removed) <= 6, diff
+def undo(diff, after):
+    """The lines of the file that diff (unified) turned into after."""
+    before, i = [], 0
+    for line in diff.splitlines(keepends=True)[2:]:
+        if line.startswith("@@"):
+            start = int(re.match(r"@@ -\d+,\d+ \+(\d+),\d+ @@", line)[1]) - 1
+            before += after[i:start]
+            i = start
+        elif line[0] in " +":
+            i += 1
+        if line[0] in " -":
+            before.append(line[1:])
+    return before + after[i:]
 
 
-def run(name, d, *extra):
-    return subprocess.Popen([sys.executable, os.path.join(HERE, name), d,
-                             *extra], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True,
-                            start_new_session=True)
+@pytest.fixture(scope="module")
+def before_file(tmp_path_factory):
+    """The loop before the diff (loader_example.py with the diff undone),
+    as a file to run; the diff must be exactly the one between the two."""
+    with open(EXAMPLE) as f:
+        after = f.readlines()
+    diff = doc_diff()
+    before = undo(diff, after)
+    assert "".join(difflib.unified_diff(before, after, *NAMES)) == diff
+    path = tmp_path_factory.mktemp("before") / "loader_example_before.py"
+    path.write_text("".join(before))
+    return str(path)
+
+
+def test_doc_diff_is_the_change_and_at_most_6_lines(before_file):
+    body = doc_diff().splitlines()[2:]
+    added = [x for x in body if x.startswith("+")]
+    removed = [x for x in body if x.startswith("-")]
+    assert 0 < len(added) <= 6 and 0 < len(removed) <= 6, body
+    assert any("shuffle=True" in x for x in removed)
+
+
+def run(path, d, *extra):
+    return subprocess.Popen([sys.executable, path, d, *extra],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, start_new_session=True)
 
 
 def losses(lines):
@@ -77,9 +100,9 @@ def killed_and_resumed(name, d, kill_at):
     return losses(seen), losses(finish(run(name, d, "--resume")))
 
 
-@pytest.mark.parametrize("name,exact", [("loader_example.py", True),
-                                        ("loader_example_before.py", False)])
-def test_killed_and_resumed(tmp_path, name, exact):
+@pytest.mark.parametrize("exact", [True, False], ids=["with", "without"])
+def test_killed_and_resumed(tmp_path, before_file, exact):
+    name = EXAMPLE if exact else before_file
     os.mkdir(tmp_path / "whole")
     whole = losses(finish(run(name, str(tmp_path / "whole"))))
     assert sorted(whole) == list(range(1, 17))  # 2 epochs of 8 batches
