@@ -154,7 +154,9 @@ class ResumableSampler(_torch.utils.data.Sampler):
             # Else iter(loader) draws its workers' base seed from torch's
             # default generator, which the checkpoint holds.
             self._generator = loader.generator = _torch.Generator()
-        if self._epoch < self.num_epochs and len(self):
+        if self._epoch >= self.num_epochs:  # the job is done
+            return
+        if len(self):
             if loader.generator is self._generator:
                 seed = self.stream.derive(self._epoch, LOADER_KEY).generate(
                     "u64", 1)

@@ -178,6 +178,7 @@ def test_epochs_run_from_the_position(ctx):
     assert seen == [(0, 0, 1), (0, 0, 2), (1, 1, 1), (1, 1, 2), (2, 2, 1),
                     (2, 2, 2)]
     assert sampler.position == (3, 0) and list(sampler.epochs()) == []
+    assert list(sampler.batches(loader)) == [] and sampler.position == (3, 0)
 
 
 def test_misuse_is_an_error_naming_the_fix(ctx):
