@@ -99,6 +99,9 @@ void rsp_app_free(rsp_app *a);
 /* Context.unregister_state(name) */
 PyObject *rsp_unregister_state(rsp_context *c, PyObject *args);
 
+/* scan.c: _rngsnap._find_instances (the untracked generator report) */
+PyObject *rsp_find_instances(PyObject *self, PyObject *args);
+
 /* comm.c: Context._save_ranks/_load_ranks (multi-rank) */
 PyObject *rsp_save_ranks(rsp_context *c, PyObject *args, PyObject *kw);
 PyObject *rsp_load_ranks(rsp_context *c, PyObject *args, PyObject *kw);
