@@ -151,8 +151,9 @@ class Context(_rngsnap.Context):
         Another type is TypeError.  A checkpoint holding another kind of
         generator under name is MismatchError.  In a context opened with
         resume=True, a load refuses with OrderError, changing nothing, if
-        gen was drawn from between this call and the load."""
+        gen was drawn from between this call and the load.  Returns gen."""
         self._generators.register(name, gen)
+        return gen
 
     def unregister_state(self, name):
         """Remove the app state name (register_state's or

@@ -200,7 +200,9 @@ class Registry:
         self._regs = {}
 
     def register(self, name, gen):
-        adapter = adapter_for(gen)
+        self.register_adapter(name, adapter_for(gen))
+
+    def register_adapter(self, name, adapter):
         ctx = self._ctx()
         snap = adapter.read(name) if awaiting_load(ctx) else None
         ctx.register_state(name, save=lambda: adapter.read(name),

@@ -91,13 +91,22 @@ def _unframe(name, data, kind, device=None):
         raise _enc.error(CorruptError, "%s: unknown generator kind %d"
                          % (name, got))
     if got != kind:
-        raise _enc.error(MismatchError, "%s: checkpoint holds a %s state, "
-                         "the live generator is a %s; nothing restored"
-                         % (name, kind_label(got), kind_label(kind, device)))
+        saved = None
+        if got == TORCH_RAW:  # name the device it was saved on
+            saved = data[off:off + _DEVICE.size].rstrip(b"\0").decode(
+                "ascii", "replace") or "?"
+        raise _mismatch(name, kind_label(got, saved),
+                        kind_label(kind, device))
     if n != len(data) - off:
         raise _enc.error(CorruptError, "%s: state says %d payload bytes, "
                          "holds %d" % (name, n, len(data) - off))
     return data[off:]
+
+
+def _mismatch(name, saved, live):
+    return _enc.error(MismatchError, "%s: checkpoint holds a %s state, the "
+                      "live generator is a %s; nothing restored"
+                      % (name, saved, live))
 
 
 def _fixed(name, label, payload, size):
@@ -272,9 +281,7 @@ def decode_torch(name, data, device, live_raw):
                    "%d-byte device type" % (len(payload), _DEVICE.size))
     saved = _device_tag(name, label, _DEVICE.unpack_from(payload)[0])
     if saved != device:
-        raise _enc.error(MismatchError, "%s: checkpoint holds a %s state, "
-                         "the live generator is a %s; nothing restored"
-                         % (name, kind_label(kind, saved), label))
+        raise _mismatch(name, kind_label(kind, saved), label)
     raw = payload[_DEVICE.size:]
     if len(raw) != len(live_raw):
         raise _enc.error(MismatchError, "%s: checkpoint holds a %d-byte %s "

@@ -63,20 +63,22 @@ def _subclasses(cls):
 
 
 def target_types():
-    """The generator types of the modules imported so far."""
-    found = []
+    """The generator types of the modules imported so far: (those the
+    cycle collector tracks, so in gc.get_objects(); those it does not,
+    found only as what other objects refer to)."""
+    tracked, held = [], []
     torch = sys.modules.get("torch")
     if torch is not None and hasattr(torch, "Generator"):
-        found.append(torch.Generator)
+        held.append(torch.Generator)
     npr = sys.modules.get("numpy.random")
     if npr is not None:
-        found += [npr.Generator, npr.RandomState]
-        found += _subclasses(npr.BitGenerator)[1:]
+        tracked += [npr.Generator, npr.RandomState]
+        tracked += _subclasses(npr.BitGenerator)[1:]
     rnd = sys.modules.get("random")
     if rnd is not None:
         system = set(_subclasses(rnd.SystemRandom))
-        found += [c for c in _subclasses(rnd.Random) if c not in system]
-    return tuple(found)
+        tracked += [c for c in _subclasses(rnd.Random) if c not in system]
+    return tuple(tracked), tuple(held)
 
 
 def library_generators():
@@ -138,48 +140,53 @@ class Found:
     """One untracked generator: .label ("torch.Generator (cpu)"), .obj,
     .places (where it lives, e.g. "DataLoader.generator")."""
 
-    def __init__(self, obj, holders):
+    def __init__(self, obj, places):
         self.obj = obj
         self.label = _label(obj)
-        self.holders = holders
-        self.places = []
+        self.places = places
 
     def __repr__(self):
         return "<untracked %s at %s>" % (
             self.label, ", ".join(self.places) or "(unknown)")
 
 
+def _inner_bit_generator(obj):
+    npr = sys.modules.get("numpy.random")
+    if npr is None:
+        return None
+    if isinstance(obj, npr.Generator):
+        return obj.bit_generator
+    if isinstance(obj, npr.RandomState):
+        return obj._bit_generator
+    return None
+
+
 def scan(covered, ignored):
     """Every untracked generator (a list of Found, places filled in);
     covered and ignored: ids of objects that do not count."""
-    targets = target_types()
-    if not targets:
+    tracked, held = target_types()
+    if not tracked and not held:
         return []
     objects = gc.get_objects()
-    pairs = _rngsnap._find_instances(objects, targets)
+    pairs = _rngsnap._find_instances(objects, tracked, held)
     del objects
-    pairs += _frame_pairs(set(targets))
+    pairs += _frame_pairs(set(tracked + held))
     skip = set(covered) | set(ignored) | set(library_generators())
-    owners_of_bits = _owner_types()
-    by_id = {}
+    objs, holders = {}, {}
     for obj, holder in pairs:
-        if id(obj) in skip:
-            continue
-        f = by_id.get(id(obj))
-        if f is None:
-            f = by_id[id(obj)] = Found(obj, [])
-        if holder is not None:
-            f.holders.append(holder)
+        if id(obj) not in skip:
+            objs[id(obj)] = obj
+            if holder is not None:
+                holders.setdefault(id(obj), []).append(holder)
+    del pairs
     # A bit generator inside a Generator/RandomState is that one's state.
-    found = [f for f in by_id.values()
-             if not any(type(h) in owners_of_bits for h in f.holders)]
-    _describe(found)
-    return found
-
-
-def _owner_types():
-    npr = sys.modules.get("numpy.random")
-    return {npr.Generator, npr.RandomState} if npr is not None else set()
+    inner = {id(b) for b in map(_inner_bit_generator, objs.values())
+             if b is not None}
+    found = [o for o in objs.values() if id(o) not in inner]
+    del objs  # found is then the only container of ours that holds them
+    places = _places(found, holders)
+    return sorted((Found(o, places[id(o)]) for o in found),
+                  key=lambda f: (f.label, f.places))
 
 
 # ---- where they live -------------------------------------------------------
@@ -253,10 +260,14 @@ def _place(holder, obj, modules, names):
         if id(holder) in modules:
             return "%s.%s" % (modules[id(holder)], k)
         name, is_attrs = names.get(id(holder), (None, False))
+        if k is None:  # deeper, in untracked containers
+            return "inside %s" % (name or "a " + type(holder).__name__)
         if name is None:
             return "a %s, %s %r" % (type(holder).__name__, "key" if
                                     type(holder) is dict else "item", k)
         return "%s.%s" % (name, k) if is_attrs else "%s[%r]" % (name, k)
+    if isinstance(holder, _types.CellType):
+        return "a closure variable"
     return _attr_place(holder, obj) or "a %s" % type(holder).__qualname__
 
 
@@ -282,20 +293,49 @@ def _container_names(containers, modules):
     return names
 
 
-def _describe(found):
+def _referrers(objs, holders):
+    """Add to holders (id -> list) what refers to each of objs, in one
+    gc.get_referrers walk: the holders of the generators the collector
+    tracks (the C scan records only those of torch's).  rngsnap's own
+    frames and lists do not count."""
+    targets = {id(o) for o in objs}
+    # A function frame's f_locals is a snapshot dict (read by
+    # _frame_pairs, which names those places already).
+    snapshots = set()
+    f = sys._getframe(1)
+    while f is not None:
+        if f.f_locals is not f.f_globals:
+            snapshots.add(id(f.f_locals))
+        f = f.f_back
+    for r in gc.get_referrers(*objs):
+        if (r is objs or id(r) in snapshots
+                or (isinstance(r, _types.FrameType) and _ours(r))):
+            continue
+        for x in gc.get_referents(r):
+            if id(x) in targets:
+                holders.setdefault(id(x), []).append(r)
+
+
+def _places(objs, holders):
+    """{id: [place, ...]} of each object of objs."""
+    if not objs:
+        return {}
+    _referrers(objs, holders)
     modules = {}
     for name, m in sorted(sys.modules.items(), key=lambda i: -len(i[0])):
         if m is not None and isinstance(getattr(m, "__dict__", None), dict):
             modules[id(vars(m))] = name  # the shortest alias wins
-    containers = {id(h): h for f in found for h in f.holders
+    containers = {id(h): h for hs in holders.values() for h in hs
                   if type(h) in (dict, list, tuple) and id(h) not in modules}
     names = _container_names(containers, modules) if containers else {}
-    for f in found:
-        for h in f.holders:
-            p = _place(h, f.obj, modules, names)
-            if p and p not in f.places:
-                f.places.append(p)
-        f.holders = []  # keep no frame or container alive
+    out = {}
+    for obj in objs:
+        out[id(obj)] = []
+        for h in holders.get(id(obj), ()):
+            p = _place(h, obj, modules, names)
+            if p and p not in out[id(obj)]:
+                out[id(obj)].append(p)
+    return out
 
 
 # ---- the report ------------------------------------------------------------
