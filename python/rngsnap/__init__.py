@@ -41,6 +41,10 @@ from ._rngsnap import (  # noqa: E402,F401
     NoMemoryError, OrderError, PluginError, Stream, UnavailableError,
     dist_size)
 
+from . import _generators, _hooks, _untracked  # noqa: E402
+from ._untracked import (  # noqa: E402,F401
+    UntrackedGeneratorError, UntrackedGeneratorWarning)
+
 __version__ = _rngsnap.version
 
 DISTS = ("u32", "u64", "f32", "f64", "normal_f32", "normal_f64",
@@ -89,13 +93,18 @@ _ORIGINS = {"RNGSNAP_CONFIG": "set by RNGSNAP_CONFIG",
 
 
 class Context(_rngsnap.Context):
-    """Context(config=None, resume=False): one rngsnap context.
+    """Context(config=None, resume=False, untracked="warn"): one rngsnap
+    context.
 
     config None: see find_config().  resume=True: draws raise OrderError
-    until load() succeeds, and seed_all after it.  A context manager;
-    close() ends it, after which it and its streams raise Error."""
+    until load() succeeds, and seed_all after it.  untracked: what a save
+    does about generators in no checkpoint ("warn", "error", "ignore"; see
+    the untracked attribute).  A context manager; close() ends it, after
+    which it and its streams raise Error."""
 
-    def __init__(self, config=None, resume=False):
+    def __init__(self, config=None, resume=False, untracked="warn"):
+        self._generators = _generators.Registry(self)
+        self._watch = _untracked.Watch(untracked)
         if config is not None:
             super().__init__(config, resume)
             return
@@ -266,6 +275,72 @@ class Context(_rngsnap.Context):
         size (a deterministic fork, docs/user-guide.md)."""
         comm = _TorchComm(group)
         self._load_ranks(dir, comm, comm.rank, comm.size, fork)
+
+    # ---- generators the job owns, and the checks of every save and load
+    # (docs/python.md: "register_generator", "Untracked generators";
+    # _hooks.install puts _before_save/_before_load/_after_load in front
+    # of each save and load method, below the class).
+
+    def register_generator(self, name, gen):
+        """Save and restore gen, a generator the job owns, as the app
+        state name, in a versioned, pickle-free encoding: a torch.Generator
+        (any device), a numpy.random Generator, bit generator (PCG64,
+        PCG64DXSM, MT19937, Philox, SFC64) or RandomState, a random.Random.
+        Another type is TypeError.  A checkpoint holding another kind of
+        generator under name is MismatchError.  In a context opened with
+        resume=True, a load refuses with OrderError, changing nothing, if
+        gen was drawn from between this call and the load.  Returns gen."""
+        self._generators.register(name, gen)
+        return gen
+
+    def unregister_state(self, name):
+        """Remove the app state name (register_state's or
+        register_generator's): later saves leave it out, later loads no
+        longer require it."""
+        super().unregister_state(name)
+        self._generators.forget(name)
+
+    def ignore_generator(self, gen):
+        """Mark gen as deliberately in no checkpoint: the untracked
+        report leaves it out.  Returns gen.  The context keeps it alive."""
+        return self._watch.ignore(gen)
+
+    def untracked_generators(self):
+        """Scan now: the generators of the process in no checkpoint, each
+        with .label, .places (where it lives) and .obj."""
+        return self._watch.scan(self._generators.covered())
+
+    @property
+    def untracked(self):
+        """What a save does about generators in no checkpoint: "warn"
+        (default: an UntrackedGeneratorWarning; the first save scans, a
+        later one when 100 times the last scan's time has passed), "error"
+        (every save scans; UntrackedGeneratorError, nothing written) or
+        "ignore" (no scan)."""
+        return self._watch.mode
+
+    @untracked.setter
+    def untracked(self, mode):
+        self._watch.mode = _untracked.check_mode(mode)
+
+    def _before_save(self, method, args, kw):
+        collective = None
+        if method == "save_ranks":
+            group = kw.get("group", args[1] if len(args) > 1 else None)
+            collective = (lambda flag: _generators.ranks_flagged(flag,
+                                                                   group))
+        self._watch.before_save(self._generators.covered(), collective)
+
+    def _before_load(self, method, args, kw):
+        _generators.check_order(self._generators.drawn(), method, args, kw,
+                                "ctx.register_generator()",
+                                "registered generators")
+
+    def _after_load(self):
+        self._generators.loaded()
+
+
+_hooks.install(Context)
 
 
 class _TorchComm:

@@ -223,7 +223,7 @@ class ResumableSampler(_torch.utils.data.Sampler):
             self._epoch, self._taken)
 
     def _load(self, data):
-        data = _enc._check_head(self.name, data, SAMPLER_MAGIC, (1,))
+        data = _enc.check_head(self.name, data, SAMPLER_MAGIC, (1,))
         want = _enc._HEAD.size + _BODY.size
         if len(data) != want:
             raise _enc.error(CorruptError, "%s: state is %d bytes, version 1 "
