@@ -126,7 +126,7 @@ def main():
         output_dir=args.dir, num_train_epochs=EPOCHS,
         per_device_train_batch_size=BATCH, learning_rate=0.05,
         save_strategy=args.save, save_steps=SAVE_STEPS, seed=42,
-        logging_strategy="no", report_to=[], disable_tqdm=True,
+        logging_strategy="no", report_to="none", disable_tqdm=True,
         remove_unused_columns=False)
     trainer = Trainer(model=model, args=targs, train_dataset=Augmented(),
                       callbacks=[RngsnapCallback(ctx, resume_from)])
