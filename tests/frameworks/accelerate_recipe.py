@@ -11,7 +11,6 @@ not fit this process (another device set, rank count, generator kind).
     python3 accelerate_recipe.py --dir DIR [--resume]
     (or accelerate launch accelerate_recipe.py ...; checkpoints at epoch ends)
 """
-import argparse
 import os
 
 import torch
@@ -21,21 +20,9 @@ from torch import nn
 import rngsnap
 import rngsnap.torch
 from killpoint import committed, resumed  # the test harness's lines only
+from toyjob import Augmented, net, parse_args
 
-EPOCHS, BATCH, SAMPLES = 3, 4, 24
-
-
-class Augmented(torch.utils.data.Dataset):
-    def __init__(self):
-        g = torch.Generator().manual_seed(7)
-        self.x = torch.randn(SAMPLES, 8, generator=g)
-        self.y = (self.x.sum(1, keepdim=True) > 0).float()
-
-    def __len__(self):
-        return SAMPLES
-
-    def __getitem__(self, i):  # random augmentation: torch's CPU generator
-        return self.x[i] + 0.1 * torch.randn(8), self.y[i]
+EPOCHS, BATCH = 3, 4
 
 
 class RngState:
@@ -55,15 +42,10 @@ class RngState:
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--dir", required=True)
-    ap.add_argument("--resume", action="store_true")
-    args = ap.parse_args()
-    torch.set_num_threads(1)
+    args = parse_args()
     accelerator = Accelerator()
     torch.manual_seed(1234)  # model init; a resumed job loads the weights
-    model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Dropout(0.3),
-                          nn.Linear(16, 1))
+    model = net()
     opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
 
     ctx = rngsnap.Context(resume=args.resume)

@@ -7,7 +7,6 @@ context's bytes).
 
     torchrun --nproc-per-node 2 dcp_recipe.py --dir DIR [--resume]
 """
-import argparse
 import os
 
 import torch
@@ -19,21 +18,9 @@ from torch.distributed.checkpoint.stateful import Stateful
 import rngsnap
 import rngsnap.torch
 from killpoint import committed, resumed  # the test harness's lines only
+from toyjob import Augmented, net, parse_args
 
-EPOCHS, BATCH, SAMPLES, CKPT_EVERY = 2, 3, 26, 2
-
-
-class Augmented(torch.utils.data.Dataset):
-    def __init__(self):
-        g = torch.Generator().manual_seed(7)
-        self.x = torch.randn(SAMPLES, 8, generator=g)
-        self.y = (self.x.sum(1, keepdim=True) > 0).float()
-
-    def __len__(self):
-        return SAMPLES
-
-    def __getitem__(self, i):  # random augmentation: torch's CPU generator
-        return self.x[i] + 0.1 * torch.randn(8), self.y[i]
+EPOCHS, BATCH, SAMPLES, CKPT_EVERY = 2, 3, 26, 2  # 5 batches a rank an epoch
 
 
 class RngState(Stateful):
@@ -60,22 +47,17 @@ class RngState(Stateful):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--dir", required=True)
-    ap.add_argument("--resume", action="store_true")
-    args = ap.parse_args()
-    torch.set_num_threads(1)
+    args = parse_args()
     dist.init_process_group("gloo")  # RANK, WORLD_SIZE, MASTER_* (torchrun)
     torch.manual_seed(1234)  # the same init on every rank
-    model = nn.parallel.DistributedDataParallel(nn.Sequential(
-        nn.Linear(8, 16), nn.ReLU(), nn.Dropout(0.3), nn.Linear(16, 1)))
+    model = nn.parallel.DistributedDataParallel(net())
     opt = torch.optim.SGD(model.parameters(), lr=0.05)
     loss_fn = nn.BCEWithLogitsLoss()
 
     ctx = rngsnap.Context(resume=args.resume)  # its rank from RANK
     if not args.resume:
         ctx.seed_all(1234)
-    data = Augmented()
+    data = Augmented(SAMPLES)
     sampler = rngsnap.torch.DistributedResumableSampler(
         ctx, ctx.stream("cpu", 0, "augment"), len(data), BATCH, EPOCHS)
     loader = torch.utils.data.DataLoader(rngsnap.torch.KeyedDataset(data),

@@ -5,7 +5,6 @@ so every generator is back before the resumed run's first draw.
 
     python3 lightning_recipe.py --dir DIR [--resume]     (epoch-end checkpoints)
 """
-import argparse
 import os
 
 import torch
@@ -15,28 +14,15 @@ from torch import nn
 import rngsnap
 import rngsnap.torch
 from killpoint import committed, resumed  # the test harness's lines only
+from toyjob import Augmented, net, parse_args
 
-EPOCHS, BATCH, SAMPLES = 3, 4, 24
-
-
-class Augmented(torch.utils.data.Dataset):
-    def __init__(self):
-        g = torch.Generator().manual_seed(7)
-        self.x = torch.randn(SAMPLES, 8, generator=g)
-        self.y = (self.x.sum(1, keepdim=True) > 0).float()
-
-    def __len__(self):
-        return SAMPLES
-
-    def __getitem__(self, i):  # random augmentation: torch's CPU generator
-        return self.x[i] + 0.1 * torch.randn(8), self.y[i]
+EPOCHS, BATCH = 3, 4
 
 
 class Net(LightningModule):
     def __init__(self, loader_generator):
         super().__init__()
-        self.net = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Dropout(0.3),
-                                 nn.Linear(16, 1))
+        self.net = net()
         self.loader_generator = loader_generator
 
     def training_step(self, batch, batch_idx):
@@ -93,11 +79,7 @@ class EpochCheckpoint(Callback):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--dir", required=True)
-    ap.add_argument("--resume", action="store_true")
-    args = ap.parse_args()
-    torch.set_num_threads(1)
+    args = parse_args()
     torch.manual_seed(1234)  # model init; a resumed job loads the weights
     ctx = rngsnap.Context(resume=args.resume)
     shuffle = ctx.register_generator("loader", torch.Generator().manual_seed(5))

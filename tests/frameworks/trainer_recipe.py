@@ -17,7 +17,6 @@ fetch and that restore.  So:
 
     python3 trainer_recipe.py --dir DIR [--resume] [--save epoch|steps]
 """
-import argparse
 import os
 
 import torch
@@ -27,29 +26,16 @@ from transformers import Trainer, TrainerCallback, TrainingArguments
 import rngsnap
 import rngsnap.torch
 from killpoint import committed, resumed  # the test harness's lines only
+from toyjob import Augmented, net, parse_args
 
-EPOCHS, BATCH, SAMPLES, SAVE_STEPS = 3, 4, 24, 4  # 6 steps an epoch
+EPOCHS, BATCH, SAVE_STEPS = 3, 4, 4  # 24 samples: 6 steps an epoch
 RNG_FILE = "rngsnap.ckpt"  # one rank; several: a folder of rank files
-
-
-class Augmented(torch.utils.data.Dataset):
-    def __init__(self):
-        g = torch.Generator().manual_seed(7)
-        self.x = torch.randn(SAMPLES, 8, generator=g)
-        self.y = (self.x.sum(1, keepdim=True) > 0).float()
-
-    def __len__(self):
-        return SAMPLES
-
-    def __getitem__(self, i):  # random augmentation: torch's CPU generator
-        return {"x": self.x[i] + 0.1 * torch.randn(8), "labels": self.y[i]}
 
 
 class Net(nn.Module):
     def __init__(self):
         super().__init__()
-        self.net = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Dropout(0.3),
-                                 nn.Linear(16, 1))
+        self.net = net()
 
     def forward(self, x, labels):
         loss = nn.functional.binary_cross_entropy_with_logits(self.net(x),
@@ -107,12 +93,8 @@ class RngsnapCallback(TrainerCallback):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--dir", required=True)
-    ap.add_argument("--resume", action="store_true")
-    ap.add_argument("--save", choices=("epoch", "steps"), default="epoch")
-    args = ap.parse_args()
-    torch.set_num_threads(1)
+    args = parse_args(("--save", dict(choices=("epoch", "steps"),
+                                      default="epoch")))
     torch.manual_seed(1234)  # model init; a resumed job loads the weights
     model = Net()
     resume_from = None
@@ -128,7 +110,8 @@ def main():
         save_strategy=args.save, save_steps=SAVE_STEPS, seed=42,
         logging_strategy="no", report_to="none", disable_tqdm=True,
         remove_unused_columns=False)
-    trainer = Trainer(model=model, args=targs, train_dataset=Augmented(),
+    trainer = Trainer(model=model, args=targs,
+                      train_dataset=Augmented(as_dict=True),
                       callbacks=[RngsnapCallback(ctx, resume_from)])
     trainer.train(resume_from_checkpoint=resume_from)
     ctx.close()
