@@ -88,6 +88,7 @@ def main():
                          checkpoint_id=os.path.join(args.dir, "step-%d" % step))
                 committed(step)
     ctx.close()
+    del model  # DDP before its process group: torch 1.13 can hang otherwise
     dist.destroy_process_group()
 
 

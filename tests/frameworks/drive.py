@@ -23,6 +23,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 LAUNCH = os.path.join(HERE, "standins", "launch.py")
@@ -44,12 +45,19 @@ def free_port():
         return s.getsockname()[1]
 
 
+HANG_S = 300  # a job that has not ended by then hangs (a normal one: seconds)
+LIVE = []  # the jobs running, killed if the harness is stopped
+
+
 class Job:
-    """One run of the recipe: `ranks` processes, their lines per rank."""
+    """One run of the recipe: `ranks` processes, their lines per rank.  A
+    rank that fails ends the others (they would wait for it in a
+    collective), and a job still running after HANG_S is ended as hung."""
 
     def __init__(self, cmd, ranks, env, folder, dist=None):
         port = str(free_port())
         self.procs, self.errs = [], []
+        self.hung, self.ending = False, False
         for r in range(ranks):
             e = dict(env)
             if ranks > 1 if dist is None else dist:  # as torchrun sets them
@@ -62,10 +70,35 @@ class Job:
             self.procs.append(subprocess.Popen(
                 cmd, env=e, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                 stderr=err, text=True, start_new_session=True))
+        LIVE.append(self)
+        for p in self.procs:
+            threading.Thread(target=self._watch, args=(p,), daemon=True).start()
+        self.timer = threading.Timer(HANG_S, self._hang)
+        self.timer.daemon = True
+        self.timer.start()
+
+    def _watch(self, p):
+        if p.wait() != 0 and not self.ending:
+            self._signal()  # one rank failed: the others would wait for it
+
+    def _hang(self):
+        self.hung = True
+        self._signal()
+
+    def _signal(self):
+        for p in self.procs:
+            try:
+                os.killpg(p.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
 
     def stderr(self, r):
         self.errs[r].seek(0)
-        return self.errs[r].read()
+        text = self.errs[r].read()
+        if self.hung:
+            text += "\n(drive.py: the job had not ended after %d s: ended " \
+                "as hung)" % HANG_S
+        return text
 
     def until(self, tag):
         """Read every rank until it holds at checkpoint tag, then SIGKILL
@@ -87,19 +120,27 @@ class Job:
         return lines
 
     def kill(self):
-        for p in self.procs:
-            if p.poll() is None:
-                os.killpg(p.pid, signal.SIGKILL)
-        for p in self.procs:
-            p.communicate(timeout=300)
+        self.ending = True
+        self._signal()
+        self.finish()
 
     def finish(self):
         """Each rank's (exit code, lines, stderr)."""
         out = []
         for r, p in enumerate(self.procs):
-            o, _ = p.communicate(timeout=900)
+            o, _ = p.communicate()
             out.append((p.returncode, o.splitlines(), self.stderr(r)))
+        self.timer.cancel()
+        if self in LIVE:
+            LIVE.remove(self)
         return out
+
+
+def stop_all(*_):
+    for job in list(LIVE):
+        job.ending = True
+        job._signal()
+    raise SystemExit("drive.py: stopped; every rank of the running job killed")
 
 
 def losses(lines):
@@ -168,6 +209,8 @@ def main():
                     help="run against the CPU stand-ins of the framework")
     ap.add_argument("--python", default=sys.executable)
     args = ap.parse_args()
+    signal.signal(signal.SIGTERM, stop_all)  # meson's timeout, a ^C
+    signal.signal(signal.SIGINT, stop_all)
     recipe = os.path.join(HERE, "%s_recipe.py" % args.recipe)
     cmd = [args.python] + ([LAUNCH] if args.standins else []) + [recipe]
     env = dict(os.environ, PYTHONUNBUFFERED="1")
