@@ -115,10 +115,12 @@ int px_nt_choice(philox_isa isa, size_t bytes);
 #define PX_PROBE_PIECES 8
 void px_nt_probe(px_fill_fn fill, philox_isa isa, rngsnap_dist dist,
                  const px_ctr *c, void *out, size_t nb, size_t block_bytes);
-/* The verdict from seconds per block of each mode's pieces: 1 when the
- * fastest non-temporal piece beats the fastest plain one by more than
- * PX_PROBE_MARGIN (a preempted piece cannot decide; a tie stays plain,
- * the choice that is never far off on a family measured both ways). */
+/* The verdict from seconds per block of each way's n pieces (n even):
+ * 1 when the median non-temporal piece beats the median plain one by more
+ * than PX_PROBE_MARGIN.  The median, because one slow piece (an interrupt,
+ * the host taking the vCPU) must not decide, while a neighbour's steady
+ * use of the memory bus is part of what streaming saves; a tie stays
+ * plain, the choice that is never far off on a family measured both ways. */
 #define PX_PROBE_MARGIN 0.05
 int px_nt_verdict(const double *plain, const double *nt, int n);
 /* "not measured yet", "plain stores" or "non-temporal stores": what the

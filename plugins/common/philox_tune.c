@@ -145,20 +145,29 @@ int px_nt_choice(philox_isa isa, size_t bytes)
     return expect == PX_NT_STREAM;
 }
 
+/* median of n <= PX_PROBE_PIECES values (n even: the mean of the middle
+ * two) */
+static double px_median(const double *v, int n)
+{
+    double s[PX_PROBE_PIECES];
+    for (int i = 0; i < n; i++) { /* insertion sort: n is 4 */
+        int j = i;
+        for (; j > 0 && s[j - 1] > v[i]; j--)
+            s[j] = s[j - 1];
+        s[j] = v[i];
+    }
+    return n % 2 ? s[n / 2] : (s[n / 2 - 1] + s[n / 2]) / 2;
+}
+
 int px_nt_verdict(const double *plain, const double *nt, int n)
 {
-    double p = plain[0], t = nt[0];
-    for (int i = 1; i < n; i++) {
-        p = plain[i] < p ? plain[i] : p;
-        t = nt[i] < t ? nt[i] : t;
-    }
-    return t * (1 + PX_PROBE_MARGIN) < p;
+    return px_median(nt, n) * (1 + PX_PROBE_MARGIN) < px_median(plain, n);
 }
 
 /* On the thread's CPU clock: a piece during which another job held the
  * core is not counted slower (on a shared 2-vCPU VM under load, half the
  * pieces of a 64 MiB fill were, on the wall clock).  Two system calls a
- * piece, against a piece of milliseconds. */
+ * piece, against a piece of a millisecond or more. */
 static double px_piece_timed(px_fill_fn fill, rngsnap_dist dist,
                              const px_ctr *c, void *out, size_t nb, int nt)
 {

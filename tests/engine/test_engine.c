@@ -462,8 +462,8 @@ static void test_large_fills_kernels(void **state)
 }
 
 /* The probe's verdict from seconds per block of each way's pieces: the
- * fastest pieces decide, by more than the margin, so one preempted piece
- * cannot, and a tie stays plain. */
+ * median pieces decide, by more than the margin, so one slow piece cannot,
+ * and a tie stays plain. */
 static void test_nt_verdict(void **state)
 {
     (void)state;
@@ -471,9 +471,11 @@ static void test_nt_verdict(void **state)
     const double half[4] = {.5, .5, .5, .5};
     const double near[4] = {.96, .96, .96, .96}; /* within 5% */
     const double faster[4] = {.94, .94, .94, .94};
-    const double plain_hit[4] = {1, 9, 1, 1};      /* one piece preempted */
+    const double plain_hit[4] = {1, 9, 1, 1};      /* one slow piece */
     const double nt_hit[4] = {.5, 9, .5, .5};
-    const double plain_lucky[4] = {2, 2, .9, 2};   /* one fast plain piece */
+    const double plain_lucky[4] = {2, .9, 2, 2};   /* one fast plain piece */
+    const double nt_lucky[4] = {1, .1, 1, 1};
+    const double nt_split[4] = {.5, .5, 1, 1};     /* median .75 */
     assert_int_equal(px_nt_verdict(one, half, 4), 1);
     assert_int_equal(px_nt_verdict(one, faster, 4), 1);
     assert_int_equal(px_nt_verdict(one, near, 4), 0);
@@ -481,7 +483,10 @@ static void test_nt_verdict(void **state)
     assert_int_equal(px_nt_verdict(half, one, 4), 0);
     assert_int_equal(px_nt_verdict(plain_hit, one, 4), 0);
     assert_int_equal(px_nt_verdict(one, nt_hit, 4), 1);
-    assert_int_equal(px_nt_verdict(plain_lucky, one, 4), 0);
+    assert_int_equal(px_nt_verdict(plain_lucky, one, 4), 1);
+    assert_int_equal(px_nt_verdict(one, nt_lucky, 4), 0);
+    assert_int_equal(px_nt_verdict(one, nt_split, 4), 1);
+    assert_int_equal(px_nt_verdict(nt_split, one, 4), 0);
 }
 
 /* A fake piece timer for the probe: it fills (so the bits are the real
