@@ -292,9 +292,6 @@ static void test_tuning_rows(void **state)
     /* two Zen 5 VMs disagreed: from 64 MiB the first fill measures */
     assert_true(z5.nt_min == 64 * WAY_MIB);
     assert_int_equal(z5.nt_probe, 1);
-    /* Sapphire Rapids, Emerald Rapids (measured: streaming within +-4%) */
-    assert_string_equal(px_tuning_for("GenuineIntel", 0x06, 0x8F).family,
-                        "other");
     /* RNGSNAP_PHILOX_NT_MIN: a size replaces nt_min and the probe */
     px_tuning z5env = px_tuning_env(z5, "12345");
     assert_true(z5env.nt_min == 12345);
@@ -306,10 +303,17 @@ static void test_tuning_rows(void **state)
         assert_true(k.nt_min == z5.nt_min);
         assert_int_equal(k.nt_probe, 1);
     }
+    /* Emerald Rapids streams from 16 MiB (measured); Sapphire Rapids
+     * (not measured) and an AMD part with the same family and model
+     * numbers get "other" */
     px_tuning emr = px_tuning_for("GenuineIntel", 0x06, 0xCF);
-    assert_string_equal(emr.family, "other");
-    assert_true(emr.nt_min == SIZE_MAX);
+    assert_string_equal(emr.family, "Intel Emerald Rapids");
+    assert_true(emr.nt_min == 16 * WAY_MIB);
     assert_int_equal(emr.nt_probe, 0);
+    assert_string_equal(px_tuning_for("GenuineIntel", 0x06, 0x8F).family,
+                        "other");
+    assert_string_equal(px_tuning_for("AuthenticAMD", 0x06, 0xCF).family,
+                        "other");
     assert_string_equal(px_tuning_for(NULL, 0x19, 0x01).family, "other");
     /* cpuid leaf 1 eax -> display family and model */
     static const struct {
