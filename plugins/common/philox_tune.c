@@ -44,17 +44,19 @@ static const px_family_row px_rows[] = {
     {"AuthenticAMD", 0x19, 0x20, 0x5F,
      {"AMD Zen 3", 4 * PX_MIB, 4 * PX_MIB, 4 * PX_MIB, 4, 0}},
     /* AMD Zen 5 (EPYC 9005).  Two EPYC VMs, avx512 path, disagree:
-     * on one, non-temporal stores ran 0.55-0.87x plain at 16 MiB-1 GiB;
+     * on one, non-temporal stores ran 0.54-0.87x plain at 16 MiB-1 GiB;
      * on the other 1.13x at 64 MiB and 1.07x at 256 MiB.  No fixed size
-     * suits both (streaming from any size costs the first up to 45%;
-     * never streaming costs the second 7-12%), so from 64 MiB the first
-     * fill measures both ways and the faster one stays.  Prefetch as the
-     * "other" row (not measured). */
+     * suits both (streaming from any size costs the first up to 46%;
+     * never streaming costs the second 6-12%), so from 64 MiB the first
+     * fill measures both ways, and streams only if that was clearly
+     * faster (px_nt_verdict).  Prefetch as the "other" row (not
+     * measured). */
     {"AuthenticAMD", 0x1A, 0x00, 0xFF,
      {"AMD Zen 5", 64 * PX_MIB, 4 * PX_MIB, 4 * PX_MIB, 3, 1}},
     /* Intel Xeon, Emerald Rapids.  Measured on a KVM guest (avx512 path):
      * non-temporal stores 1.01-1.30x plain at 16-256 MiB in every one of
-     * 7 runs, also with the output read back (+2-7%); slower at 4 MiB.
+     * 14 runs, also with the output read back (+2-7%); slower at 4 MiB
+     * read back.
      * Prefetch and groups (avx2 only) as the "other" row: no way was
      * steadily ahead there. */
     {"GenuineIntel", 0x06, 0xCF, 0xCF,
@@ -62,7 +64,7 @@ static const px_family_row px_rows[] = {
 };
 
 /* Every other processor: prefetchw and 3 groups from 4 MiB (the best
- * plain-store choice on Zen 3), no non-temporal stores (up to 45% slower
+ * plain-store choice on Zen 3), no non-temporal stores (up to 46% slower
  * on one Zen 5 VM).  Also what px_tune holds until the ISA choice sets
  * it. */
 #define PX_OTHER_ROW {"other", SIZE_MAX, 4 * PX_MIB, 4 * PX_MIB, 3, 0}
