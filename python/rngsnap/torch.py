@@ -31,9 +31,13 @@ import torch as _torch
 from . import Error, MismatchError, OrderError
 from . import _encoding as _enc
 from . import _fingerprint as _fp
+# Mid-epoch resume with a standard DataLoader (_sampler.py).
+from ._sampler import (DistributedResumableSampler, KeyedDataset,  # noqa
+                       ResumableSampler, SampleKey, seed_words as _seed_words)
 
 __all__ = ["track", "Tracker", "worker_init_fn", "seed_from",
-           "WORKER_KEY_BASE"]
+           "WORKER_KEY_BASE", "ResumableSampler",
+           "DistributedResumableSampler", "KeyedDataset", "SampleKey"]
 
 FINGERPRINT_STATE = "rngsnap.fingerprint"
 # worker_init_fn keys (epoch, WORKER_KEY_BASE + worker id): apart from the
@@ -335,13 +339,7 @@ def seed_from(keyed):
     """Seed torch's default generator, NumPy's global generator and
     Python's random from the next draws of keyed (a stream or a keyed
     stream from Stream.derive).  Returns the 64-bit torch seed."""
-    words = keyed.generate("u32", 10)
-    w = [int(x) for x in words]
-    torch_seed = w[0] | (w[1] << 32)
-    _torch.manual_seed(torch_seed)
-    _np.random.seed(_np.array(w[2:6], dtype=_np.uint32))
-    _random.seed(w[6] | (w[7] << 32) | (w[8] << 64) | (w[9] << 96))
-    return torch_seed
+    return _seed_words(keyed.generate("u32", 10), _torch.manual_seed)
 
 
 class _WorkerInit:
