@@ -25,6 +25,7 @@
 #include "internal.h"
 #include "lock.h"
 #include "store.h"
+#include "words.h"
 
 #define LOAD_FLAGS 0u
 #define SAVE_FLAGS (RNGSNAP_SAVE_REPLACE | RNGSNAP_SAVE_NO_SYNC)
@@ -52,28 +53,27 @@ static int register_state_locked(struct rngsnap *ctx, const char *name,
 {
     if (!name || !*name || strlen(name) > RS_FMT_NAME_MAX)
         return rs_error(ctx, RNGSNAP_E_INVALID,
-                        "register_state: name must be 1..%u bytes",
-                        RS_FMT_NAME_MAX);
+                        "%s: name must be 1..%u bytes",
+                        rs_word(ctx, RS_W_REGISTER_STATE), RS_FMT_NAME_MAX);
     if (!ops || !ops->size || !ops->save || !ops->load)
         return rs_error(ctx, RNGSNAP_E_INVALID,
-                        "register_state %s: ops and its size, save and load "
+                        "%s %s: ops and its size, save and load "
                         "callbacks must all be set",
-                        name);
+                        rs_word(ctx, RS_W_REGISTER_STATE), name);
     for (size_t i = 0; i < ctx->napps; i++)
         if (strcmp(ctx->apps[i].name, name) == 0)
             return rs_error(ctx, RNGSNAP_E_INVALID,
-                            "register_state: app state %s is already "
-                            "registered",
-                            name);
+                            "%s: app state %s is already registered",
+                            rs_word(ctx, RS_W_REGISTER_STATE), name);
     rs_app_state *a = realloc(ctx->apps, (ctx->napps + 1) * sizeof *a);
     if (!a)
-        return rs_error(ctx, RNGSNAP_E_NOMEM, "register_state %s: out of "
-                        "memory", name);
+        return rs_error(ctx, RNGSNAP_E_NOMEM, "%s %s: out of memory",
+                        rs_word(ctx, RS_W_REGISTER_STATE), name);
     ctx->apps = a;
     char *copy = strdup(name);
     if (!copy)
-        return rs_error(ctx, RNGSNAP_E_NOMEM, "register_state %s: out of "
-                        "memory", name);
+        return rs_error(ctx, RNGSNAP_E_NOMEM, "%s %s: out of memory",
+                        rs_word(ctx, RS_W_REGISTER_STATE), name);
     a[ctx->napps].name = copy;
     a[ctx->napps].ops = *ops;
     a[ctx->napps].user = user;
@@ -233,9 +233,10 @@ static int save_locked(struct rngsnap *ctx, const char *path, unsigned flags)
         /* Saving a resumed job before its load would write fresh states
          * over the checkpoint it is about to resume from. */
         return rs_error(ctx, RNGSNAP_E_ORDER,
-                        "save %s: this context was opened with "
-                        "RNGSNAP_RESUME and has not loaded a checkpoint yet",
-                        path);
+                        "save %s: this context was opened with %s and has "
+                        "not loaded a checkpoint yet (call %s first)",
+                        path, rs_word(ctx, RS_W_RESUME),
+                        rs_word(ctx, RS_W_LOAD));
     uint8_t *buf;
     size_t total;
     rc = rs_save_image(ctx, path, &buf, &total, NULL);
@@ -296,7 +297,7 @@ static const rs_backend *backend_named(const struct rngsnap *ctx,
 #define RS_OPTIONAL_FIX                                                     \
     "resume where the same backends are present as where the checkpoint "  \
     "was written, or set 'required = true' so that a node without it "      \
-    "stops at rngsnap_open instead of at the load"
+    "stops at %s instead of at the load"
 
 /* Why the checkpoint's stream section s has no live entry, when the
  * configuration says more than "not listed". */
@@ -311,7 +312,8 @@ static void why_extra(const struct rngsnap *ctx, const rs_fmt_section *s,
         snprintf(buf, len, " (backend %s is optional, 'required = false', "
                  "and was skipped here: %s; it was present where the "
                  "checkpoint was written: " RS_OPTIONAL_FIX ")", b->name,
-                 b->reason ? b->reason : "no device");
+                 b->reason ? b->reason : "no device",
+                 rs_word(ctx, RS_W_OPEN));
     else if (b->available && s->pub.device >= b->device_count)
         snprintf(buf, len, " (backend %s has %d device%s here)", b->name,
                  b->device_count, b->device_count == 1 ? "" : "s");
@@ -327,7 +329,7 @@ static void why_missing(const struct rngsnap_stream *e, char *buf,
         snprintf(buf, len, " (backend %s is optional, 'required = false', "
                  "and present here, so it was probably absent where the "
                  "checkpoint was written: " RS_OPTIONAL_FIX ")",
-                 e->backend->name);
+                 e->backend->name, rs_word(e->ctx, RS_W_OPEN));
     else
         buf[0] = '\0';
 }
@@ -352,10 +354,10 @@ static void warn_if_reordered(const struct rngsnap *ctx, const char *path,
                    "load %s: the checkpoint's entries are in another order "
                    "than this registry (%s): entry %zu is %s in the "
                    "checkpoint but %s here; restored by name, but a job "
-                   "that walks the registry by index "
-                   "(rngsnap_stream_at) now draws from other streams than "
-                   "the job that saved",
-                   path, ctx->ini_path, k, has, live);
+                   "that walks the registry by index (%s) now draws from "
+                   "other streams than the job that saved",
+                   path, ctx->ini_path, k, has, live,
+                   rs_word(ctx, RS_W_STREAM_AT));
             return;
         }
         k++;
@@ -373,6 +375,7 @@ static int match_sections(struct rngsnap *ctx, const char *path,
     size_t n = v->header.section_count;
     size_t next_s = 0, next_a = 0;
     size_t extra = 0, first_extra = 0;
+    const char *hint = NULL; /* the host layer's, for an extra app state */
     for (size_t i = 0; i < ctx->nstreams; i++)
         smap[i] = none;
     for (size_t i = 0; i < ctx->napps; i++)
@@ -418,6 +421,8 @@ static int match_sections(struct rngsnap *ctx, const char *path,
         if (found == SIZE_MAX) {
             if (extra++ == 0)
                 first_extra = i;
+            if (!hint && s->pub.kind != RNGSNAP_SECTION_STREAM)
+                hint = rs_extra_state_hint(ctx, s->pub.name, s->name_len);
             continue;
         }
         if (map[found] != none) {
@@ -465,8 +470,9 @@ static int match_sections(struct rngsnap *ctx, const char *path,
                      missing - 1);
     }
     return rs_error(ctx, RNGSNAP_E_MISMATCH, "%s: %s%s%s; nothing restored "
-                    "(configuration %s)", path, a,
-                    extra && missing ? "; " : "", b, ctx->ini_path);
+                    "(configuration %s)%s%s", path, a,
+                    extra && missing ? "; " : "", b, ctx->ini_path,
+                    hint ? "; " : "", hint ? hint : "");
 }
 
 /* Format and size of every stream state, then the plugin's own check. */
@@ -732,9 +738,10 @@ int rs_load_prepare(struct rngsnap *ctx, const char *path,
                         "%s). Each rank loads the file its own rank saved, "
                         "with the same world size: check the launcher's "
                         "RANK/WORLD_SIZE (or OMPI_COMM_WORLD_*, PMI_*) or "
-                        "rngsnap_set_rank, and which file this rank opens",
+                        "%s, and which file this rank opens",
                         path, (int)h->rank, (int)h->world_size, ctx->rank,
-                        ctx->world_size, ctx->ini_path);
+                        ctx->world_size, ctx->ini_path,
+                        rs_word(ctx, RS_W_SET_RANK));
     /* One scratch block: entry -> section maps, then state backups. */
     size_t maps = (ctx->nstreams + ctx->napps) * sizeof(uint32_t);
     pl->scratch = malloc(maps + backups + 1);
@@ -783,9 +790,8 @@ static int load_locked(struct rngsnap *ctx, const char *path,
         return rs_error(ctx, RNGSNAP_E_INVALID, "load: no path given");
     if (flags & RNGSNAP_LOAD_FORK)
         return rs_error(ctx, RNGSNAP_E_INVALID,
-                        "load %s: fork applies to multi-rank folders "
-                        "(rngsnap_load_ranks)",
-                        path);
+                        "load %s: fork applies to multi-rank folders (%s)",
+                        path, rs_word(ctx, RS_W_LOAD_RANKS));
     if (flags & ~LOAD_FLAGS)
         return rs_error(ctx, RNGSNAP_E_INVALID, "load %s: unknown flags 0x%x",
                         path, flags & ~LOAD_FLAGS);
