@@ -11,6 +11,8 @@ import pytest
 
 import rngsnap
 
+from collectives import LinkDown, OneRank, Threads
+
 C_SPELLING = re.compile(r"rngsnap_[a-z_]+|RNGSNAP_[A-Z_]+")
 TRACK_HINT = "did you call rngsnap.torch.track(ctx) before load?"
 try:
@@ -85,7 +87,7 @@ def test_resume_gate_says_ctx_load(ctx, tmp_path):
 def test_save_ranks_before_load_says_ctx_load_ranks(tmp_path):
     d = str(tmp_path / "ck")
     with rngsnap.Context(resume=True) as r:
-        e = message(lambda: r._save_ranks(d, _OneRank(), 0, 1, False))
+        e = message(lambda: r._save_ranks(d, OneRank(), 0, 1, False))
     assert isinstance(e, rngsnap.OrderError)
     assert str(e) == (
         "rank 0 of 1: save_ranks %s: this context was opened with "
@@ -167,25 +169,9 @@ def test_load_calls_save_callables_for_its_backup(tmp_path):
     assert live["sampler"] is None
 
 
-class _OneRank:
-    """The collectives of a world of one (what _TorchComm provides)."""
-    size = 1
-
-    def allgather(self, data):
-        return data
-
-    def broadcast(self, data, root):
-        return data
-
-
-class _LinkDown(_OneRank):
-    def allgather(self, data):
-        raise ConnectionError("link down")
-
-
 def test_collective_exception_ends_the_first_line(ctx, tmp_path):
     d = str(tmp_path / "ck")
-    e = message(lambda: ctx._save_ranks(d, _LinkDown(), 0, 1, False))
+    e = message(lambda: ctx._save_ranks(d, LinkDown(), 0, 1, False))
     assert str(e).endswith("; the callable raised ConnectionError: link down")
     assert "\n" not in str(e)
     assert isinstance(e.__cause__, ConnectionError)
@@ -255,40 +241,8 @@ def test_no_track_hint_when_tracked_or_unrelated(tmp_path):
 
 # ---- every mapped message: no C spelling ----------------------------------------
 
-class _Threads:
-    """In-process collectives for `size` threads (each calls with its own
-    rank view); every collective is two barrier rounds."""
-
-    def __init__(self, size):
-        self.size = size
-        self.slots = [b""] * size
-        self.barrier = threading.Barrier(size)
-
-    def rank(self, r):
-        outer = self
-
-        class View:
-            size = outer.size
-
-            def allgather(self, data):
-                outer.slots[r] = data
-                outer.barrier.wait()
-                got = b"".join(outer.slots)
-                outer.barrier.wait()
-                return got
-
-            def broadcast(self, data, root):
-                if r == root:
-                    outer.slots[root] = data
-                outer.barrier.wait()
-                got = outer.slots[root]
-                outer.barrier.wait()
-                return got
-        return View()
-
-
 def _save_two_ranks(d):
-    comm, errors = _Threads(2), []
+    comm, errors = Threads(2), []
 
     def rank(r):
         try:
@@ -349,7 +303,7 @@ def _mapped_errors(tmp_path):
     add("gate derive", lambda: s.derive(2, 3))
     add("save before load", lambda: r.save(ck + ".2"))
     add("save_ranks before load",
-        lambda: r._save_ranks(str(tmp_path / "r0"), _OneRank(), 0, 1, False))
+        lambda: r._save_ranks(str(tmp_path / "r0"), OneRank(), 0, 1, False))
     r.set_rank(1, 2)
     add("rank of the file", lambda: r.load(ck))
     r.set_rank(0, 1)
@@ -359,16 +313,16 @@ def _mapped_errors(tmp_path):
 
     d1 = str(tmp_path / "one")
     with rngsnap.Context() as c:
-        c._save_ranks(d1, _OneRank(), 0, 1, False)
+        c._save_ranks(d1, OneRank(), 0, 1, False)
         add("save_ranks exists",
-            lambda: c._save_ranks(d1, _OneRank(), 0, 1, False))
+            lambda: c._save_ranks(d1, OneRank(), 0, 1, False))
         c.set_rank(0, 2)
         add("communicator rank",
-            lambda: c._save_ranks(d1, _OneRank(), 0, 1, True))
+            lambda: c._save_ranks(d1, OneRank(), 0, 1, True))
     d2 = str(tmp_path / "two")
     _save_two_ranks(d2)
     with rngsnap.Context() as c:
-        add("fork", lambda: c._load_ranks(d2, _OneRank(), 0, 1, False))
+        add("fork", lambda: c._load_ranks(d2, OneRank(), 0, 1, False))
 
     # an optional backend present on one side only: "stops at ... open"
     with_hpu = _optional_backend_ini(tmp_path, "with.ini", 1)
