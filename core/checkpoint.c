@@ -26,6 +26,7 @@
 #include "lock.h"
 #include "mismatch.h"
 #include "store.h"
+#include "words.h"
 
 #define LOAD_FLAGS 0u
 #define SAVE_FLAGS (RNGSNAP_SAVE_REPLACE | RNGSNAP_SAVE_NO_SYNC)
@@ -53,28 +54,27 @@ static int register_state_locked(struct rngsnap *ctx, const char *name,
 {
     if (!name || !*name || strlen(name) > RS_FMT_NAME_MAX)
         return rs_error(ctx, RNGSNAP_E_INVALID,
-                        "register_state: name must be 1..%u bytes",
-                        RS_FMT_NAME_MAX);
+                        "%s: name must be 1..%u bytes",
+                        rs_word(ctx, RS_W_REGISTER_STATE), RS_FMT_NAME_MAX);
     if (!ops || !ops->size || !ops->save || !ops->load)
         return rs_error(ctx, RNGSNAP_E_INVALID,
-                        "register_state %s: ops and its size, save and load "
+                        "%s %s: ops and its size, save and load "
                         "callbacks must all be set",
-                        name);
+                        rs_word(ctx, RS_W_REGISTER_STATE), name);
     for (size_t i = 0; i < ctx->napps; i++)
         if (strcmp(ctx->apps[i].name, name) == 0)
             return rs_error(ctx, RNGSNAP_E_INVALID,
-                            "register_state: app state %s is already "
-                            "registered",
-                            name);
+                            "%s: app state %s is already registered",
+                            rs_word(ctx, RS_W_REGISTER_STATE), name);
     rs_app_state *a = realloc(ctx->apps, (ctx->napps + 1) * sizeof *a);
     if (!a)
-        return rs_error(ctx, RNGSNAP_E_NOMEM, "register_state %s: out of "
-                        "memory", name);
+        return rs_error(ctx, RNGSNAP_E_NOMEM, "%s %s: out of memory",
+                        rs_word(ctx, RS_W_REGISTER_STATE), name);
     ctx->apps = a;
     char *copy = strdup(name);
     if (!copy)
-        return rs_error(ctx, RNGSNAP_E_NOMEM, "register_state %s: out of "
-                        "memory", name);
+        return rs_error(ctx, RNGSNAP_E_NOMEM, "%s %s: out of memory",
+                        rs_word(ctx, RS_W_REGISTER_STATE), name);
     a[ctx->napps].name = copy;
     a[ctx->napps].ops = *ops;
     a[ctx->napps].user = user;
@@ -234,9 +234,10 @@ static int save_locked(struct rngsnap *ctx, const char *path, unsigned flags)
         /* Saving a resumed job before its load would write fresh states
          * over the checkpoint it is about to resume from. */
         return rs_error(ctx, RNGSNAP_E_ORDER,
-                        "save %s: this context was opened with "
-                        "RNGSNAP_RESUME and has not loaded a checkpoint yet",
-                        path);
+                        "save %s: this context was opened with %s and has "
+                        "not loaded a checkpoint yet (call %s first)",
+                        path, rs_word(ctx, RS_W_RESUME),
+                        rs_word(ctx, RS_W_LOAD));
     uint8_t *buf;
     size_t total;
     rc = rs_save_image(ctx, path, &buf, &total, NULL);
@@ -294,10 +295,10 @@ static void warn_if_reordered(const struct rngsnap *ctx, const char *path,
                    "load %s: the checkpoint's entries are in another order "
                    "than this registry (%s): entry %zu is %s in the "
                    "checkpoint but %s here; restored by name, but a job "
-                   "that walks the registry by index "
-                   "(rngsnap_stream_at) now draws from other streams than "
-                   "the job that saved",
-                   path, ctx->ini_path, k, has, live);
+                   "that walks the registry by index (%s) now draws from "
+                   "other streams than the job that saved",
+                   path, ctx->ini_path, k, has, live,
+                   rs_word(ctx, RS_W_STREAM_AT));
             return;
         }
         k++;
@@ -643,9 +644,10 @@ int rs_load_prepare(struct rngsnap *ctx, const char *path,
                         "%s). Each rank loads the file its own rank saved, "
                         "with the same world size: check the launcher's "
                         "RANK/WORLD_SIZE (or OMPI_COMM_WORLD_*, PMI_*) or "
-                        "rngsnap_set_rank, and which file this rank opens",
+                        "%s, and which file this rank opens",
                         path, (int)h->rank, (int)h->world_size, ctx->rank,
-                        ctx->world_size, ctx->ini_path);
+                        ctx->world_size, ctx->ini_path,
+                        rs_word(ctx, RS_W_SET_RANK));
     /* One scratch block: entry -> section maps, then state backups. */
     size_t maps = (ctx->nstreams + ctx->napps) * sizeof(uint32_t);
     pl->scratch = malloc(maps + backups + 1);
@@ -694,9 +696,8 @@ static int load_locked(struct rngsnap *ctx, const char *path,
         return rs_error(ctx, RNGSNAP_E_INVALID, "load: no path given");
     if (flags & RNGSNAP_LOAD_FORK)
         return rs_error(ctx, RNGSNAP_E_INVALID,
-                        "load %s: fork applies to multi-rank folders "
-                        "(rngsnap_load_ranks)",
-                        path);
+                        "load %s: fork applies to multi-rank folders (%s)",
+                        path, rs_word(ctx, RS_W_LOAD_RANKS));
     if (flags & ~LOAD_FLAGS)
         return rs_error(ctx, RNGSNAP_E_INVALID, "load %s: unknown flags 0x%x",
                         path, flags & ~LOAD_FLAGS);

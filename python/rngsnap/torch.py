@@ -242,7 +242,8 @@ class Tracker:
         """ctx.load / ctx.load_ranks, checked first: a refusal happens
         before the C load, so it changes nothing at all.  An rngsnap error
         raised by one of our load callables (the core reports it as
-        BackendError, having rolled back) is raised as itself."""
+        BackendError, having rolled back) is raised as its own class, with
+        the BackendError's message (which ends with the callable's)."""
         call = getattr(type(self._ctx()), method)
 
         @functools.wraps(call)
@@ -253,7 +254,7 @@ class Tracker:
             except Error as e:
                 c = e.__cause__
                 if getattr(c, "rngsnap_python", False):
-                    raise _enc.error(type(c), "%s\n(%s)" % (c, e)) from e
+                    raise _enc.error(type(c), str(e)) from e
                 if isinstance(e, MismatchError) and "app state torch." in str(e):
                     raise _enc.error(MismatchError, str(e) + self._hint()) \
                         from None

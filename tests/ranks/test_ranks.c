@@ -267,7 +267,8 @@ static int body_resume_order(int rank, const rngsnap_comm *c, void *arg)
     /* a resumed job saving before its load would overwrite it */
     EXPECT_RC(rngsnap_save_ranks(ctx, c, w->dir, RNGSNAP_SAVE_REPLACE),
               RNGSNAP_E_ORDER, ctx);
-    EXPECT_MSG(ctx, "has not loaded a checkpoint yet");
+    EXPECT_MSG(ctx, "has not loaded a checkpoint yet (call "
+                    "rngsnap_load_ranks first)");
     rngsnap_close(ctx);
     return bad;
 }
