@@ -242,8 +242,8 @@ class Tracker:
         """ctx.load / ctx.load_ranks, checked first: a refusal happens
         before the C load, so it changes nothing at all.  An rngsnap error
         raised by one of our load callables (the core reports it as
-        BackendError, having rolled back) is raised as its own class, with
-        the BackendError's message (which ends with the callable's)."""
+        BackendError, having rolled back) is raised as its own class: its
+        own message, then the BackendError's in parentheses."""
         call = getattr(type(self._ctx()), method)
 
         @functools.wraps(call)
@@ -254,7 +254,10 @@ class Tracker:
             except Error as e:
                 c = e.__cause__
                 if getattr(c, "rngsnap_python", False):
-                    raise _enc.error(type(c), str(e)) from e
+                    # Our own refusal first; the core's context after it,
+                    # less its copy of that refusal.
+                    core = str(e).split("; the callable raised ")[0]
+                    raise _enc.error(type(c), "%s\n(%s)" % (c, core)) from e
                 if isinstance(e, MismatchError) and "app state torch." in str(e):
                     raise _enc.error(MismatchError, str(e) + self._hint()) \
                         from None
