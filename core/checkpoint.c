@@ -1,5 +1,6 @@
 /*
- * checkpoint.c - rngsnap_save, rngsnap_load, rngsnap_register_state.
+ * checkpoint.c - rngsnap_save, rngsnap_load, their in-memory forms
+ * (rngsnap_save_mem, rngsnap_load_mem) and rngsnap_register_state.
  *
  * Save and load walk the one registry (ctx->streams) and the one list of
  * app states (ctx->apps): a backend cannot be saved and not restored.
@@ -8,6 +9,10 @@
  * The load is split into prepare / commit / undo / finish (internal.h)
  * so that rngsnap_load_ranks (ranks.c) can make every rank agree between
  * the phases; rs_save_image likewise builds the image without writing.
+ * A file and a memory checkpoint are one thing: a save builds the image
+ * (rs_save_image) and either writes it (store.c) or hands it out; a load
+ * gets the bytes (read from the file, or given) and decodes them with
+ * the same rs_load_image.
  *
  * Hot path: one malloc for the file image on save; on load one read
  * buffer, one section array and one scratch block (entry map and state
@@ -29,6 +34,9 @@
 #include "words.h"
 
 #define LOAD_FLAGS 0u
+/* Names the bytes of rngsnap_save_mem/rngsnap_load_mem in messages,
+ * where a file's path stands for a file. */
+#define RS_MEM_NAME "checkpoint bytes"
 #define SAVE_FLAGS (RNGSNAP_SAVE_REPLACE | RNGSNAP_SAVE_NO_SYNC)
 
 /* The plugin put its detail in this thread's message (host->error) after
@@ -219,6 +227,27 @@ out:
     return rc;
 }
 
+/* What a file save and a memory save share once their arguments are
+ * checked: the resume gate, then the image.  what names the target in
+ * messages ("save <path>" / "save checkpoint bytes"). */
+static int save_checked(struct rngsnap *ctx, const char *what,
+                        const char *name, uint8_t **buf, size_t *len)
+{
+    int rc = rs_check_usable(ctx);
+    if (rc)
+        return rc;
+    if (atomic_load(&ctx->awaiting_load))
+        /* Saving a resumed job before its load would write fresh states
+         * over the checkpoint it is about to resume from. */
+        return rs_error(ctx, RNGSNAP_E_ORDER,
+                        "%s: this context was opened with %s and has "
+                        "not loaded a checkpoint yet (call %s first)",
+                        what, rs_word(ctx, RS_W_RESUME),
+                        rs_word(ctx, RS_W_LOAD));
+    return rs_save_image(ctx, name, buf, len, NULL);
+}
+
+/* A file is the bytes of a memory save, written atomically. */
 static int save_locked(struct rngsnap *ctx, const char *path, unsigned flags)
 {
     if (!path || !*path)
@@ -227,20 +256,11 @@ static int save_locked(struct rngsnap *ctx, const char *path, unsigned flags)
         return rs_error(ctx, RNGSNAP_E_INVALID,
                         "save %s: unknown flags 0x%x", path,
                         flags & ~SAVE_FLAGS);
-    int rc = rs_check_usable(ctx);
-    if (rc)
-        return rc;
-    if (atomic_load(&ctx->awaiting_load))
-        /* Saving a resumed job before its load would write fresh states
-         * over the checkpoint it is about to resume from. */
-        return rs_error(ctx, RNGSNAP_E_ORDER,
-                        "save %s: this context was opened with %s and has "
-                        "not loaded a checkpoint yet (call %s first)",
-                        path, rs_word(ctx, RS_W_RESUME),
-                        rs_word(ctx, RS_W_LOAD));
+    char what[RS_ERRMSG_MAX];
+    snprintf(what, sizeof what, "save %s", path);
     uint8_t *buf;
     size_t total;
-    rc = rs_save_image(ctx, path, &buf, &total, NULL);
+    int rc = save_checked(ctx, what, path, &buf, &total);
     if (rc)
         return rc;
     char err[RS_ERRMSG_MAX];
@@ -251,6 +271,25 @@ static int save_locked(struct rngsnap *ctx, const char *path, unsigned flags)
     return rc;
 }
 
+static int save_mem_locked(struct rngsnap *ctx, void **data, size_t *size,
+                           unsigned flags)
+{
+    if (!data || !size)
+        return rs_error(ctx, RNGSNAP_E_INVALID, "rngsnap_save_mem: %s is "
+                        "NULL", data ? "size" : "data");
+    if (flags)
+        return rs_error(ctx, RNGSNAP_E_INVALID, "rngsnap_save_mem: unknown "
+                        "flags 0x%x (it takes none: pass 0)", flags);
+    uint8_t *buf;
+    size_t len;
+    int rc = save_checked(ctx, "save " RS_MEM_NAME, RS_MEM_NAME, &buf, &len);
+    if (rc)
+        return rc;
+    *data = buf;
+    *size = len;
+    return RNGSNAP_OK;
+}
+
 RNGSNAP_API int rngsnap_save(rngsnap *ctx, const char *path, unsigned flags)
 {
     if (!ctx)
@@ -259,6 +298,28 @@ RNGSNAP_API int rngsnap_save(rngsnap *ctx, const char *path, unsigned flags)
     int rc = save_locked(ctx, path, flags);
     rs_ctx_unlock(ctx);
     return rc;
+}
+
+RNGSNAP_API int rngsnap_save_mem(rngsnap *ctx, void **data, size_t *size,
+                                 unsigned flags)
+{
+    /* Nothing to free after any failure. */
+    if (data)
+        *data = NULL;
+    if (size)
+        *size = 0;
+    if (!ctx)
+        return rs_error(NULL, RNGSNAP_E_INVALID,
+                        "rngsnap_save_mem: ctx is NULL");
+    rs_ctx_lock(ctx);
+    int rc = save_mem_locked(ctx, data, size, flags);
+    rs_ctx_unlock(ctx);
+    return rc;
+}
+
+RNGSNAP_API void rngsnap_free(void *data)
+{
+    free(data);
 }
 
 /* ---- load: matching ------------------------------------------------------ */
@@ -724,9 +785,29 @@ static int load_locked(struct rngsnap *ctx, const char *path,
     rc = rs_store_read(path, hint, &buf, &len, err, sizeof err);
     if (rc)
         return rs_error(ctx, rc, "load %s", err);
+    /* From here a file is bytes in memory, decoded as rngsnap_load_mem
+     * decodes them. */
     rc = rs_load_image(ctx, path, buf, len);
     free(buf);
     return rc;
+}
+
+static int load_mem_locked(struct rngsnap *ctx, const void *data,
+                           size_t size, unsigned flags)
+{
+    if (!data)
+        return rs_error(ctx, RNGSNAP_E_INVALID,
+                        "rngsnap_load_mem: data is NULL");
+    if (size == 0)
+        return rs_error(ctx, RNGSNAP_E_INVALID,
+                        "rngsnap_load_mem: size is 0 (no checkpoint bytes)");
+    if (flags)
+        return rs_error(ctx, RNGSNAP_E_INVALID, "rngsnap_load_mem: unknown "
+                        "flags 0x%x (it takes none: pass 0)", flags);
+    int rc = rs_check_usable(ctx);
+    if (rc)
+        return rc;
+    return rs_load_image(ctx, RS_MEM_NAME, data, size);
 }
 
 RNGSNAP_API int rngsnap_load(rngsnap *ctx, const char *path, unsigned flags)
@@ -735,6 +816,18 @@ RNGSNAP_API int rngsnap_load(rngsnap *ctx, const char *path, unsigned flags)
         return RNGSNAP_E_INVALID;
     rs_ctx_lock(ctx);
     int rc = load_locked(ctx, path, flags);
+    rs_ctx_unlock(ctx);
+    return rc;
+}
+
+RNGSNAP_API int rngsnap_load_mem(rngsnap *ctx, const void *data, size_t size,
+                                 unsigned flags)
+{
+    if (!ctx)
+        return rs_error(NULL, RNGSNAP_E_INVALID,
+                        "rngsnap_load_mem: ctx is NULL");
+    rs_ctx_lock(ctx);
+    int rc = load_mem_locked(ctx, data, size, flags);
     rs_ctx_unlock(ctx);
     return rc;
 }

@@ -195,7 +195,8 @@ class Tracker:
                            load=self._load_fingerprint)
         for g in self.generators:
             ctx.register_state(g.name, save=g.read, load=g.write)
-        for method in ("load", "load_ranks"):
+        # load_bytes also serves load_state_dict, which calls it
+        for method in ("load", "load_bytes", "load_ranks"):
             if hasattr(ctx, method):
                 setattr(ctx, method, self._wrap(method))
 
@@ -239,8 +240,8 @@ class Tracker:
             raise self._order_error(drawn)
 
     def _wrap(self, method):
-        """ctx.load / ctx.load_ranks, checked first: a refusal happens
-        before the C load, so it changes nothing at all.  An rngsnap error
+        """ctx.load / load_bytes / load_ranks, checked first: a refusal
+        happens before the C load, so it changes nothing at all.  An rngsnap error
         raised by one of our load callables (the core reports it as
         BackendError, having rolled back) is raised as its own class: its
         own message, then the BackendError's in parentheses."""

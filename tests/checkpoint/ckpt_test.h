@@ -47,6 +47,14 @@ void ct_write(const char *path, const void *buf, size_t len);
  * contains "tmp". */
 size_t ct_count_entries(const char *dir, int *has_tmp);
 
+/* Fail the test unless rngsnap_errmsg(ctx) contains text. */
+#define ct_assert_msg(ctx, text)                                         \
+    do {                                                                 \
+        if (!strstr(rngsnap_errmsg(ctx), text))                          \
+            fail_msg("message \"%s\" lacks \"%s\"", rngsnap_errmsg(ctx), \
+                     text);                                              \
+    } while (0)
+
 /* Path join into a static ring of buffers. */
 const char *ct_path(const char *dir, const char *name);
 
