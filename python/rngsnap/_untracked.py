@@ -176,7 +176,7 @@ def scan(covered, ignored):
     for obj, holder in pairs:
         if id(obj) not in skip:
             objs[id(obj)] = obj
-            if holder is not None:
+            if holder is not None and type(holder) is not Found:
                 holders.setdefault(id(obj), []).append(holder)
     del pairs
     # A bit generator inside a Generator/RandomState is that one's state.
@@ -191,16 +191,12 @@ def scan(covered, ignored):
 
 # ---- where they live -------------------------------------------------------
 
-def _key_of(container, obj):
+def _items(container):
     if isinstance(container, dict):
-        for k, v in container.items():
-            if v is obj:
-                return k
-    elif isinstance(container, (list, tuple)):
-        for i, v in enumerate(container):
-            if v is obj:
-                return i
-    return None
+        return container.items()
+    if isinstance(container, (list, tuple)):
+        return enumerate(container)
+    return ()
 
 
 def _inside(value, obj):
@@ -209,10 +205,20 @@ def _inside(value, obj):
     if value is obj:
         return ""
     if isinstance(value, (dict, tuple)) and not gc.is_tracked(value):
-        k = _key_of(value, obj)
-        if k is not None:
-            return "[%r]" % (k,)
+        for k, v in _items(value):
+            if v is obj:
+                return "[%r]" % (k,)
     return None
+
+
+def _key_of(container, obj):
+    """(key, suffix) of obj in container, directly (suffix "") or inside
+    an untracked dict/tuple it holds; (None, None) if neither."""
+    for k, v in _items(container):
+        suffix = _inside(v, obj)
+        if suffix is not None:
+            return k, suffix
+    return None, None
 
 
 def _attrs(o):
@@ -228,24 +234,19 @@ def _attrs(o):
 
 def _attr_place(holder, obj):
     attrs = _attrs(holder)
-    if attrs is None:
+    k, suffix = _key_of(attrs, obj) if attrs is not None else (None, None)
+    if k is None:
         return None
-    for k, v in attrs.items():
-        suffix = _inside(v, obj)
-        if suffix is not None:
-            return "%s.%s%s" % (type(holder).__qualname__, k, suffix)
-    return None
+    return "%s.%s%s" % (type(holder).__qualname__, k, suffix)
 
 
 def _frame_place(frame, obj):
-    for k, v in frame.f_locals.items():
-        suffix = _inside(v, obj)
-        if suffix is not None:
-            if frame.f_code.co_name == "<module>":
-                return "%s.%s%s" % (frame.f_globals.get("__name__"), k,
-                                    suffix)
-            return "%s() local %s%s" % (frame.f_code.co_qualname, k, suffix)
-    return None
+    k, suffix = _key_of(frame.f_locals, obj)
+    if k is None:
+        return None
+    if frame.f_code.co_name == "<module>":
+        return "%s.%s%s" % (frame.f_globals.get("__name__"), k, suffix)
+    return "%s() local %s%s" % (frame.f_code.co_qualname, k, suffix)
 
 
 def _place(holder, obj, modules, names):
@@ -256,16 +257,18 @@ def _place(holder, obj, modules, names):
             holder, "cr_frame", None)
         return _frame_place(frame, obj) if frame is not None else None
     if type(holder) in (dict, list, tuple):
-        k = _key_of(holder, obj)
+        k, suffix = _key_of(holder, obj)
+        if k is None:  # deeper than rngsnap looks
+            return "inside a %s" % type(holder).__name__
         if id(holder) in modules:
-            return "%s.%s" % (modules[id(holder)], k)
+            return "%s.%s%s" % (modules[id(holder)], k, suffix)
         name, is_attrs = names.get(id(holder), (None, False))
-        if k is None:  # deeper, in untracked containers
-            return "inside %s" % (name or "a " + type(holder).__name__)
         if name is None:
-            return "a %s, %s %r" % (type(holder).__name__, "key" if
-                                    type(holder) is dict else "item", k)
-        return "%s.%s" % (name, k) if is_attrs else "%s[%r]" % (name, k)
+            return "a %s, %s %r%s" % (type(holder).__name__, "key" if
+                                      type(holder) is dict else "item", k,
+                                      suffix)
+        return ("%s.%s%s" % (name, k, suffix) if is_attrs
+                else "%s[%r]%s" % (name, k, suffix))
     if isinstance(holder, _types.CellType):
         return "a closure variable"
     return _attr_place(holder, obj) or "a %s" % type(holder).__qualname__
@@ -308,7 +311,7 @@ def _referrers(objs, holders):
             snapshots.add(id(f.f_locals))
         f = f.f_back
     for r in gc.get_referrers(*objs):
-        if (r is objs or id(r) in snapshots
+        if (r is objs or id(r) in snapshots or type(r) is Found
                 or (isinstance(r, _types.FrameType) and _ours(r))):
             continue
         for x in gc.get_referents(r):

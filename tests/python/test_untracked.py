@@ -8,6 +8,7 @@ modules already imported.
 
 The exact reports run in a fresh interpreter (this one holds the
 generators of other tests); the rest filter the report by object."""
+import gc
 import os
 import random
 import textwrap
@@ -134,6 +135,8 @@ def test_places(ctx):
     h.gen = torch.Generator()
     h.gens = {"a": torch.Generator(), "b": np.random.SFC64(1)}
     h.items = [np.random.RandomState(1)]
+    h.only = {"x": torch.Generator()}  # a dict the collector does not track
+    assert not gc.is_tracked(h.only)
     local = random.Random(1)
     looping = iter(torch.utils.data.RandomSampler(range(4)))
     next(looping)  # the sampler's own generator, inside its __iter__
@@ -141,6 +144,7 @@ def test_places(ctx):
     assert "Holder.gens['a']" in _report_of(ctx, h.gens["a"]).places
     assert "Holder.gens['b']" in _report_of(ctx, h.gens["b"]).places
     assert "Holder.items[0]" in _report_of(ctx, h.items[0]).places
+    assert "Holder.only['x']" in _report_of(ctx, h.only["x"]).places
     assert "test_places() local local" in _report_of(ctx, local).places
     inner = [f for f in ctx.untracked_generators()
              if "RandomSampler.__iter__() local generator" in f.places]
