@@ -104,7 +104,7 @@ class Context(_rngsnap.Context):
 
     def __init__(self, config=None, resume=False, untracked="warn"):
         self._generators = _generators.Registry(self)
-        self._watch = _untracked.Watch(untracked)
+        self._watch = _untracked.Watch(self, untracked)
         if config is not None:
             super().__init__(config, resume)
             return
@@ -168,17 +168,17 @@ class Context(_rngsnap.Context):
         return self._watch.ignore(gen)
 
     def untracked_generators(self):
-        """Scan now: the generators of the process in no checkpoint, each
-        with .label, .places (where it lives) and .obj."""
-        return self._watch.scan(self._generators.covered())
+        """Scan now: the generators of the process that no open context
+        tracks, each with .label, .places (where it lives) and .obj."""
+        return self._watch.scan()
 
     @property
     def untracked(self):
         """What a save does about generators in no checkpoint: "warn"
-        (default: an UntrackedGeneratorWarning; the first save scans, a
-        later one when 100 times the last scan's time has passed), "error"
-        (every save scans; UntrackedGeneratorError, nothing written) or
-        "ignore" (no scan)."""
+        (default: an UntrackedGeneratorWarning; the process's first save
+        scans, a later one once 100 times the last scan's time has passed),
+        "error" (every save scans; UntrackedGeneratorError, nothing
+        written) or "ignore" (no scan)."""
         return self._watch.mode
 
     @untracked.setter
@@ -191,7 +191,7 @@ class Context(_rngsnap.Context):
             group = kw.get("group", args[1] if len(args) > 1 else None)
             collective = (lambda flag: _generators.ranks_flagged(flag,
                                                                    group))
-        self._watch.before_save(self._generators.covered(), collective)
+        self._watch.before_save(collective)
 
     def _before_load(self, method, args, kw):
         _generators.check_order(self._generators.drawn(), method, args, kw,

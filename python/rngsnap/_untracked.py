@@ -2,7 +2,7 @@
 generators"): at a save, the generators that live in the process but are
 in no checkpoint, by type and where they live.
 
-A generator counts as tracked when a register_generator() of this
+A generator counts as tracked when a register_generator() of an open
 context covers it, when ignore_generator() marked it, or when it is one
 of the process-wide generators that rngsnap.torch.track() owns (torch's
 default generators, NumPy's global RandomState, random's own instance)
@@ -22,6 +22,7 @@ import sys
 import time
 import types as _types
 import warnings
+import weakref
 
 from . import InvalidError
 from . import _encoding as _enc
@@ -161,17 +162,17 @@ def _inner_bit_generator(obj):
     return None
 
 
-def scan(covered, ignored):
+def scan(tracked):
     """Every untracked generator (a list of Found, places filled in);
-    covered and ignored: ids of objects that do not count."""
-    tracked, held = target_types()
-    if not tracked and not held:
+    tracked: ids of objects that do not count."""
+    in_gc, held = target_types()
+    if not in_gc and not held:
         return []
     objects = gc.get_objects()
-    pairs = _rngsnap._find_instances(objects, tracked, held)
+    pairs = _rngsnap._find_instances(objects, in_gc, held)
     del objects
-    pairs += _frame_pairs(set(tracked + held))
-    skip = set(covered) | set(ignored) | set(library_generators())
+    pairs += _frame_pairs(set(in_gc + held))
+    skip = set(tracked) | set(library_generators())
     objs, holders = {}, {}
     for obj, holder in pairs:
         if id(obj) not in skip:
@@ -366,42 +367,66 @@ def _stacklevel():
     return level
 
 
-class Watch:
-    """A context's report: its mode, its ignored generators and when the
-    next scan is due."""
+# Every open context: what any of them registers or ignores is tracked
+# for all (a generator in one checkpoint is not a silent miss).
+_contexts = weakref.WeakSet()
 
-    def __init__(self, mode):
+
+class _Schedule:
+    """When the last scan of the process ended and what it cost: a scan
+    sees the whole process, so "warn" spaces them process-wide (a job
+    that opens a context per save pays one scan, not one per context)."""
+    last_end = None
+    last_cost = 0.0
+
+
+_schedule = _Schedule()
+
+
+def _tracked_everywhere():
+    ids = set()
+    for c in list(_contexts):
+        if not c.closed:
+            ids |= c._generators.covered()
+            ids |= set(c._watch.ignored)
+    return ids
+
+
+class Watch:
+    """A context's report: its mode and its ignored generators."""
+
+    def __init__(self, ctx, mode):
         self.mode = check_mode(mode)
         self.ignored = {}  # id -> object (kept alive: ids stay unique)
-        self._last_end = None
-        self._last_cost = 0.0
+        _contexts.add(ctx)
 
     def ignore(self, gen):
         for o in adapter_for(gen, "ignore_generator").objects:
             self.ignored[id(o)] = o
         return gen
 
-    def scan(self, covered):
+    def scan(self):
         start = _clock()
-        found = scan(covered, self.ignored)
-        self._last_end = _clock()
-        self._last_cost = self._last_end - start
+        found = scan(_tracked_everywhere())
+        _schedule.last_end = _clock()
+        _schedule.last_cost = _schedule.last_end - start
         return found
 
     def due(self):
         if self.mode == "ignore":
             return False
-        if self.mode == "error" or self._last_end is None:
+        if self.mode == "error" or _schedule.last_end is None:
             return True
-        return _clock() - self._last_end >= RESCAN_FACTOR * self._last_cost
+        return (_clock() - _schedule.last_end
+                >= RESCAN_FACTOR * _schedule.last_cost)
 
-    def before_save(self, covered, collective=None):
+    def before_save(self, collective=None):
         """Scan when due; warn, or raise UntrackedGeneratorError under
         "error".  collective(flag) -> ranks that flagged (save_ranks: every
         rank refuses together)."""
         if not self.due():
             return
-        found = self.scan(covered)
+        found = self.scan()
         if self.mode == "error":
             ranks = collective(bool(found)) if collective else []
             if found:
@@ -411,9 +436,9 @@ class Watch:
             if ranks:
                 raise _enc.error(UntrackedGeneratorError, (
                     "save_ranks refused on every rank, nothing written "
-                    "(untracked=\"error\"): rank%s %s found generators in no "
-                    "checkpoint") % ("s" if len(ranks) > 1 else "",
-                                     ", ".join(map(str, ranks))))
+                    "(untracked=\"error\"): rank%s %s found generators in "
+                    "no checkpoint") % ("s" if len(ranks) > 1 else "",
+                                        ", ".join(map(str, ranks))))
         elif found:
             warnings.warn("rngsnap: " + report_text(found),
                           UntrackedGeneratorWarning,

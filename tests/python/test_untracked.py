@@ -176,6 +176,15 @@ def test_registered_and_ignored_are_tracked(ctx):
     assert _report_of(ctx, g) is not None
 
 
+def test_tracked_by_any_open_context(ctx):
+    g = torch.Generator()
+    other = rngsnap.Context(untracked="ignore")
+    other.register_generator("g", g)
+    assert _report_of(ctx, g) is None  # in other's checkpoints
+    other.close()
+    assert _report_of(ctx, g) is not None
+
+
 def test_modes_checked(ctx):
     with pytest.raises(ValueError) as e:
         rngsnap.Context(untracked="loud")
@@ -210,9 +219,10 @@ def _warned(ctx, path, recwarn):
 
 
 def test_when_a_save_scans(ctx, tmp_path, monkeypatch, recwarn):
-    """"warn": a save scans again once 100 times the last scan's cost has
-    passed since it ("error": every save; "ignore": never).  The first
-    save's scan: test_warning_names_type_and_place."""
+    """"warn": a save scans again once 100 times the last scan's cost (of
+    any context: the scan sees the whole process) has passed since it
+    ("error": every save; "ignore": never).  The first save of a process:
+    test_warning_names_type_and_place."""
     clock = Clock()
     monkeypatch.setattr(_untracked, "_clock", clock)
     path = str(tmp_path / "c")
@@ -221,7 +231,10 @@ def test_when_a_save_scans(ctx, tmp_path, monkeypatch, recwarn):
     ctx.untracked = "warn"
     stray = torch.Generator()
     assert _warned(ctx, path, recwarn) == []  # 1 s after a 1 s scan
-    clock.t += 97
+    with rngsnap.Context() as fresh:  # its first save, 2 s after
+        fresh.seed_all(1)
+        assert _warned(fresh, path, recwarn) == []
+    clock.t += 96
     assert _warned(ctx, path, recwarn) == []  # 99 s after
     # 100 s after: 100 times the last scan's cost has passed
     warned = _warned(ctx, path, recwarn)
@@ -278,7 +291,7 @@ def test_save_ranks_refusal_is_collective(tmp_path, monkeypatch):
     monkeypatch.setattr(rngsnap._generators, "ranks_flagged", ranks_flagged)
     with rngsnap.Context(untracked="error") as c:
         c.seed_all(1)
-        monkeypatch.setattr(_untracked, "scan", lambda covered, ignored: [])
+        monkeypatch.setattr(_untracked, "scan", lambda tracked: [])
         with pytest.raises(rngsnap.UntrackedGeneratorError) as e:
             c.save_ranks(str(tmp_path / "d"), "grp")
         assert str(e.value) == ("save_ranks refused on every rank, nothing "
