@@ -165,6 +165,37 @@ def test_framing_refused():
     assert gen.bit_generator.state == np.random.PCG64(5).state
 
 
+LABELS = {"torch-cpu": "torch.Generator (cpu)",
+          "Generator-PCG64": "numpy PCG64",
+          "Generator-PCG64DXSM": "numpy PCG64DXSM",
+          "MT19937": "numpy MT19937", "Generator-Philox": "numpy Philox",
+          "SFC64": "numpy SFC64", "RandomState": "numpy RandomState(MT19937)",
+          "RandomState-PCG64": "numpy RandomState(PCG64)",
+          "random.Random": "random.Random"}
+
+
+@pytest.mark.parametrize("case", [c[0] for c in CASES])
+def test_every_kind_refuses_bad_framing(case):
+    """Truncation, magic, version and kind, for every kind."""
+    gen, a = _encoded(case)
+    good = a.read("g")
+    n = len(good) - 16
+    other = "SFC64" if case != "SFC64" else "MT19937"
+    for data, cls, msg in [
+        (good[:-1], C, "g: state says %d payload bytes, holds %d"
+         % (n, n - 1)),
+        (good[:7], C, "g: state is 7 bytes, shorter than the 8-byte header"),
+        (b"RSTG" + good[4:], C,
+         "g: state starts with b'RSTG', expected magic b'RSGN'"),
+        (good[:4] + b"\x09" + good[5:], M,
+         "g: state encoding version 9, this rngsnap reads version(s) 1"),
+        (_encoded(other)[1].read("g"), M,
+         "g: checkpoint holds a %s state, the live generator is a %s; "
+         "nothing restored" % (LABELS[other], LABELS[case])),
+    ]:
+        _refused(a, data, cls, msg)
+
+
 def _fields_refused(case, cases):
     gen, a = _encoded(case)
     good = a.read("g")
