@@ -22,6 +22,13 @@ See docs/python.md.  The rules this package keeps:
   SystemExit in one is raised as itself.  save() is called once per C
   size/save pair (its bytes are kept between the two); a load calls it
   too, for the size hint and for the backup it rolls back to.
+- register_generator(name, gen) saves a generator the job owns (torch,
+  NumPy, random) as an app state in a versioned, pickle-free encoding;
+  unregister_state(name) removes any app state.  Every save method first
+  reports the generators of the process that no open context tracks
+  (UntrackedGeneratorWarning, or UntrackedGeneratorError under
+  Context(untracked="error")); every load method first refuses a load of
+  a resumed context after a registered generator was drawn (OrderError).
 - Draws, save, load and the multi-rank calls release the GIL; callables
   and collectives take it back.  A Stream keeps its Context alive; after
   close() every call on either raises Error.  A KeyedStream (s.derive)
