@@ -1,5 +1,6 @@
 /*
- * checkpoint.c - rngsnap_save, rngsnap_load, rngsnap_register_state,
+ * checkpoint.c - rngsnap_save, rngsnap_load, their in-memory forms
+ * (rngsnap_save_mem, rngsnap_load_mem), rngsnap_register_state and
  * rngsnap_unregister_state.
  *
  * Save and load walk the one registry (ctx->streams) and the one list of
@@ -9,6 +10,10 @@
  * The load is split into prepare / commit / undo / finish (internal.h)
  * so that rngsnap_load_ranks (ranks.c) can make every rank agree between
  * the phases; rs_save_image likewise builds the image without writing.
+ * A file and a memory checkpoint are one thing: a save builds the image
+ * (rs_save_image) and either writes it (store.c) or hands it out; a load
+ * gets the bytes (read from the file, or given) and decodes them with
+ * the same rs_load_image.
  *
  * Hot path: one malloc for the file image on save; on load one read
  * buffer, one section array and one scratch block (entry map and state
@@ -25,9 +30,14 @@
 #include "format.h"
 #include "internal.h"
 #include "lock.h"
+#include "mismatch.h"
 #include "store.h"
+#include "words.h"
 
 #define LOAD_FLAGS 0u
+/* Names the bytes of rngsnap_save_mem/rngsnap_load_mem in messages,
+ * where a file's path stands for a file. */
+#define RS_MEM_NAME "checkpoint bytes"
 #define SAVE_FLAGS (RNGSNAP_SAVE_REPLACE | RNGSNAP_SAVE_NO_SYNC)
 
 /* The plugin put its detail in this thread's message (host->error) after
@@ -53,28 +63,27 @@ static int register_state_locked(struct rngsnap *ctx, const char *name,
 {
     if (!name || !*name || strlen(name) > RS_FMT_NAME_MAX)
         return rs_error(ctx, RNGSNAP_E_INVALID,
-                        "register_state: name must be 1..%u bytes",
-                        RS_FMT_NAME_MAX);
+                        "%s: name must be 1..%u bytes",
+                        rs_word(ctx, RS_W_REGISTER_STATE), RS_FMT_NAME_MAX);
     if (!ops || !ops->size || !ops->save || !ops->load)
         return rs_error(ctx, RNGSNAP_E_INVALID,
-                        "register_state %s: ops and its size, save and load "
+                        "%s %s: ops and its size, save and load "
                         "callbacks must all be set",
-                        name);
+                        rs_word(ctx, RS_W_REGISTER_STATE), name);
     for (size_t i = 0; i < ctx->napps; i++)
         if (strcmp(ctx->apps[i].name, name) == 0)
             return rs_error(ctx, RNGSNAP_E_INVALID,
-                            "register_state: app state %s is already "
-                            "registered",
-                            name);
+                            "%s: app state %s is already registered",
+                            rs_word(ctx, RS_W_REGISTER_STATE), name);
     rs_app_state *a = realloc(ctx->apps, (ctx->napps + 1) * sizeof *a);
     if (!a)
-        return rs_error(ctx, RNGSNAP_E_NOMEM, "register_state %s: out of "
-                        "memory", name);
+        return rs_error(ctx, RNGSNAP_E_NOMEM, "%s %s: out of memory",
+                        rs_word(ctx, RS_W_REGISTER_STATE), name);
     ctx->apps = a;
     char *copy = strdup(name);
     if (!copy)
-        return rs_error(ctx, RNGSNAP_E_NOMEM, "register_state %s: out of "
-                        "memory", name);
+        return rs_error(ctx, RNGSNAP_E_NOMEM, "%s %s: out of memory",
+                        rs_word(ctx, RS_W_REGISTER_STATE), name);
     a[ctx->napps].name = copy;
     a[ctx->napps].ops = *ops;
     a[ctx->napps].user = user;
@@ -83,14 +92,15 @@ static int register_state_locked(struct rngsnap *ctx, const char *name,
 }
 
 /* A callback runs with ctx->lock held: taking it again would deadlock. */
-static int in_callback(struct rngsnap *ctx, const char *call,
+static int in_callback(struct rngsnap *ctx, rs_word_id call,
                        const char *name)
 {
     if (!rs_ctx_held_here(ctx))
         return RNGSNAP_OK;
     return rs_error(ctx, RNGSNAP_E_INVALID, "%s %s: called from a save or "
                     "load callback of the same context (it is locked "
-                    "while they run)", call, name ? name : "(null)");
+                    "while they run)", rs_word(ctx, call),
+                    name ? name : "(null)");
 }
 
 RNGSNAP_API int rngsnap_register_state(rngsnap *ctx, const char *name,
@@ -99,7 +109,7 @@ RNGSNAP_API int rngsnap_register_state(rngsnap *ctx, const char *name,
 {
     if (!ctx)
         return RNGSNAP_E_INVALID;
-    int rc = in_callback(ctx, "register_state", name);
+    int rc = in_callback(ctx, RS_W_REGISTER_STATE, name);
     if (rc)
         return rc;
     rs_ctx_lock(ctx);
@@ -120,8 +130,8 @@ static int unregister_state_locked(struct rngsnap *ctx, const char *name)
         ctx->napps--;
         return RNGSNAP_OK;
     }
-    return rs_error(ctx, RNGSNAP_E_INVALID, "unregister_state: no app state "
-                    "%s is registered", name);
+    return rs_error(ctx, RNGSNAP_E_INVALID, "%s: no app state %s is "
+                    "registered", rs_word(ctx, RS_W_UNREGISTER_STATE), name);
 }
 
 RNGSNAP_API int rngsnap_unregister_state(rngsnap *ctx, const char *name)
@@ -130,9 +140,9 @@ RNGSNAP_API int rngsnap_unregister_state(rngsnap *ctx, const char *name)
         return rs_error(NULL, RNGSNAP_E_INVALID,
                         "rngsnap_unregister_state: ctx is NULL");
     if (!name)
-        return rs_error(ctx, RNGSNAP_E_INVALID,
-                        "unregister_state: name is NULL");
-    int rc = in_callback(ctx, "unregister_state", name);
+        return rs_error(ctx, RNGSNAP_E_INVALID, "%s: name is NULL",
+                        rs_word(ctx, RS_W_UNREGISTER_STATE));
+    int rc = in_callback(ctx, RS_W_UNREGISTER_STATE, name);
     if (rc)
         return rc;
     rs_ctx_lock(ctx);
@@ -266,6 +276,27 @@ out:
     return rc;
 }
 
+/* What a file save and a memory save share once their arguments are
+ * checked: the resume gate, then the image.  what names the target in
+ * messages ("save <path>" / "save checkpoint bytes"). */
+static int save_checked(struct rngsnap *ctx, const char *what,
+                        const char *name, uint8_t **buf, size_t *len)
+{
+    int rc = rs_check_usable(ctx);
+    if (rc)
+        return rc;
+    if (atomic_load(&ctx->awaiting_load))
+        /* Saving a resumed job before its load would write fresh states
+         * over the checkpoint it is about to resume from. */
+        return rs_error(ctx, RNGSNAP_E_ORDER,
+                        "%s: this context was opened with %s and has "
+                        "not loaded a checkpoint yet (call %s first)",
+                        what, rs_word(ctx, RS_W_RESUME),
+                        rs_word(ctx, RS_W_LOAD));
+    return rs_save_image(ctx, name, buf, len, NULL);
+}
+
+/* A file is the bytes of a memory save, written atomically. */
 static int save_locked(struct rngsnap *ctx, const char *path, unsigned flags)
 {
     if (!path || !*path)
@@ -274,19 +305,11 @@ static int save_locked(struct rngsnap *ctx, const char *path, unsigned flags)
         return rs_error(ctx, RNGSNAP_E_INVALID,
                         "save %s: unknown flags 0x%x", path,
                         flags & ~SAVE_FLAGS);
-    int rc = rs_check_usable(ctx);
-    if (rc)
-        return rc;
-    if (atomic_load(&ctx->awaiting_load))
-        /* Saving a resumed job before its load would write fresh states
-         * over the checkpoint it is about to resume from. */
-        return rs_error(ctx, RNGSNAP_E_ORDER,
-                        "save %s: this context was opened with "
-                        "RNGSNAP_RESUME and has not loaded a checkpoint yet",
-                        path);
+    char what[RS_ERRMSG_MAX];
+    snprintf(what, sizeof what, "save %s", path);
     uint8_t *buf;
     size_t total;
-    rc = rs_save_image(ctx, path, &buf, &total, NULL);
+    int rc = save_checked(ctx, what, path, &buf, &total);
     if (rc)
         return rc;
     char err[RS_ERRMSG_MAX];
@@ -295,6 +318,25 @@ static int save_locked(struct rngsnap *ctx, const char *path, unsigned flags)
         rs_error(ctx, rc, "save %s", err);
     free(buf);
     return rc;
+}
+
+static int save_mem_locked(struct rngsnap *ctx, void **data, size_t *size,
+                           unsigned flags)
+{
+    if (!data || !size)
+        return rs_error(ctx, RNGSNAP_E_INVALID, "rngsnap_save_mem: %s is "
+                        "NULL", data ? "size" : "data");
+    if (flags)
+        return rs_error(ctx, RNGSNAP_E_INVALID, "rngsnap_save_mem: unknown "
+                        "flags 0x%x (it takes none: pass 0)", flags);
+    uint8_t *buf;
+    size_t len;
+    int rc = save_checked(ctx, "save " RS_MEM_NAME, RS_MEM_NAME, &buf, &len);
+    if (rc)
+        return rc;
+    *data = buf;
+    *size = len;
+    return RNGSNAP_OK;
 }
 
 RNGSNAP_API int rngsnap_save(rngsnap *ctx, const char *path, unsigned flags)
@@ -307,77 +349,40 @@ RNGSNAP_API int rngsnap_save(rngsnap *ctx, const char *path, unsigned flags)
     return rc;
 }
 
-/* ---- load: matching ------------------------------------------------------ */
-
-/* live (a C string) equals the len-byte name from the file (no NUL
- * inside, verified by the decoder).  strncmp, not memcmp: a live name
- * shorter than len must not be read past its NUL. */
-static int name_is(const char *live, const char *file, size_t len)
+RNGSNAP_API int rngsnap_save_mem(rngsnap *ctx, void **data, size_t *size,
+                                 unsigned flags)
 {
-    return strncmp(live, file, len) == 0 && live[len] == 0;
+    /* Nothing to free after any failure. */
+    if (data)
+        *data = NULL;
+    if (size)
+        *size = 0;
+    if (!ctx)
+        return rs_error(NULL, RNGSNAP_E_INVALID,
+                        "rngsnap_save_mem: ctx is NULL");
+    rs_ctx_lock(ctx);
+    int rc = save_mem_locked(ctx, data, size, flags);
+    rs_ctx_unlock(ctx);
+    return rc;
 }
+
+RNGSNAP_API void rngsnap_free(void *data)
+{
+    free(data);
+}
+
+/* ---- load: matching ------------------------------------------------------ */
 
 static int stream_is(const struct rngsnap_stream *e, const rs_fmt_section *s)
 {
     return e->device == s->pub.device
-           && name_is(e->backend->name, s->pub.backend, s->backend_len)
-           && name_is(e->name, s->pub.name, s->name_len);
+           && rs_name_is(e->backend->name, s->pub.backend, s->backend_len)
+           && rs_name_is(e->name, s->pub.name, s->name_len);
 }
 
 static int app_is(const rs_app_state *a, const rs_fmt_section *s)
 {
-    return name_is(a->name, s->pub.name, s->name_len);
-}
-
-/* The configured backend named by the len bytes at name, or NULL. */
-static const rs_backend *backend_named(const struct rngsnap *ctx,
-                                       const char *name, size_t len)
-{
-    for (size_t i = 0; i < ctx->nbackends; i++)
-        if (name_is(ctx->backends[i].name, name, len))
-            return &ctx->backends[i];
-    return NULL;
-}
-
-/* What an admin does about an optional backend that is on one node and
- * not on another. */
-#define RS_OPTIONAL_FIX                                                     \
-    "resume where the same backends are present as where the checkpoint "  \
-    "was written, or set 'required = true' so that a node without it "      \
-    "stops at rngsnap_open instead of at the load"
-
-/* Why the checkpoint's stream section s has no live entry, when the
- * configuration says more than "not listed". */
-static void why_extra(const struct rngsnap *ctx, const rs_fmt_section *s,
-                      char *buf, size_t len)
-{
-    const rs_backend *b = backend_named(ctx, s->pub.backend, s->backend_len);
-    if (!b)
-        snprintf(buf, len, " (no [backend.%.*s] in this configuration)",
-                 (int)s->backend_len, s->pub.backend);
-    else if (b->skipped)
-        snprintf(buf, len, " (backend %s is optional, 'required = false', "
-                 "and was skipped here: %s; it was present where the "
-                 "checkpoint was written: " RS_OPTIONAL_FIX ")", b->name,
-                 b->reason ? b->reason : "no device");
-    else if (b->available && s->pub.device >= b->device_count)
-        snprintf(buf, len, " (backend %s has %d device%s here)", b->name,
-                 b->device_count, b->device_count == 1 ? "" : "s");
-    else
-        buf[0] = '\0';
-}
-
-/* The same for a live entry that the checkpoint lacks. */
-static void why_missing(const struct rngsnap_stream *e, char *buf,
-                        size_t len)
-{
-    if (!e->backend->required)
-        snprintf(buf, len, " (backend %s is optional, 'required = false', "
-                 "and present here, so it was probably absent where the "
-                 "checkpoint was written: " RS_OPTIONAL_FIX ")",
-                 e->backend->name);
-    else
-        buf[0] = '\0';
+    return rs_name_is(a->name, s->pub.name, s->name_len);
 }
 
 /* Entries all matched, but in another order than the registry's (rng.ini
@@ -400,10 +405,10 @@ static void warn_if_reordered(const struct rngsnap *ctx, const char *path,
                    "load %s: the checkpoint's entries are in another order "
                    "than this registry (%s): entry %zu is %s in the "
                    "checkpoint but %s here; restored by name, but a job "
-                   "that walks the registry by index "
-                   "(rngsnap_stream_at) now draws from other streams than "
-                   "the job that saved",
-                   path, ctx->ini_path, k, has, live);
+                   "that walks the registry by index (%s) now draws from "
+                   "other streams than the job that saved",
+                   path, ctx->ini_path, k, has, live,
+                   rs_word(ctx, RS_W_STREAM_AT));
             return;
         }
         k++;
@@ -420,7 +425,7 @@ static int match_sections(struct rngsnap *ctx, const char *path,
     const uint32_t none = UINT32_MAX;
     size_t n = v->header.section_count;
     size_t next_s = 0, next_a = 0;
-    size_t extra = 0, first_extra = 0;
+    size_t extra = 0;
     for (size_t i = 0; i < ctx->nstreams; i++)
         smap[i] = none;
     for (size_t i = 0; i < ctx->napps; i++)
@@ -464,8 +469,7 @@ static int match_sections(struct rngsnap *ctx, const char *path,
             continue;
         }
         if (found == SIZE_MAX) {
-            if (extra++ == 0)
-                first_extra = i;
+            extra++;
             continue;
         }
         if (map[found] != none) {
@@ -478,43 +482,13 @@ static int match_sections(struct rngsnap *ctx, const char *path,
         map[found] = (uint32_t)i;
     }
     size_t missing = 0;
-    char lack[600] = "", why_a[700] = "", why_b[400] = "";
     for (size_t e = 0; e < ctx->nstreams && !apps_only; e++)
-        if (smap[e] == none && missing++ == 0) {
-            rs_stream_label(&ctx->streams[e], lack, sizeof lack);
-            why_missing(&ctx->streams[e], why_b, sizeof why_b);
-        }
+        missing += smap[e] == none;
     for (size_t e = 0; e < ctx->napps; e++)
-        if (amap[e] == none && missing++ == 0)
-            snprintf(lack, sizeof lack, "app state %s", ctx->apps[e].name);
+        missing += amap[e] == none;
     if (!extra && !missing)
         return RNGSNAP_OK;
-
-    char has[600] = "", a[1500] = "", b[1200] = "";
-    if (extra) {
-        const rs_fmt_section *s = &v->sections[first_extra];
-        rs_fmt_section_label(&s->pub, has, sizeof has);
-        if (s->pub.kind == RNGSNAP_SECTION_STREAM)
-            why_extra(ctx, s, why_a, sizeof why_a);
-        snprintf(a, sizeof a,
-                 "checkpoint has %s, which this configuration does not "
-                 "load%s",
-                 has, why_a);
-        if (extra > 1)
-            snprintf(a + strlen(a), sizeof a - strlen(a), " (and %zu more)",
-                     extra - 1);
-    }
-    if (missing) {
-        snprintf(b, sizeof b,
-                 "this configuration has %s, which the checkpoint lacks%s",
-                 lack, why_b);
-        if (missing > 1)
-            snprintf(b + strlen(b), sizeof b - strlen(b), " (and %zu more)",
-                     missing - 1);
-    }
-    return rs_error(ctx, RNGSNAP_E_MISMATCH, "%s: %s%s%s; nothing restored "
-                    "(configuration %s)", path, a,
-                    extra && missing ? "; " : "", b, ctx->ini_path);
+    return rs_mismatch_error(ctx, path, v, smap, amap, apps_only);
 }
 
 /* Format and size of every stream state, then the plugin's own check. */
@@ -780,9 +754,10 @@ int rs_load_prepare(struct rngsnap *ctx, const char *path,
                         "%s). Each rank loads the file its own rank saved, "
                         "with the same world size: check the launcher's "
                         "RANK/WORLD_SIZE (or OMPI_COMM_WORLD_*, PMI_*) or "
-                        "rngsnap_set_rank, and which file this rank opens",
+                        "%s, and which file this rank opens",
                         path, (int)h->rank, (int)h->world_size, ctx->rank,
-                        ctx->world_size, ctx->ini_path);
+                        ctx->world_size, ctx->ini_path,
+                        rs_word(ctx, RS_W_SET_RANK));
     /* One scratch block: entry -> section maps, then state backups. */
     size_t maps = (ctx->nstreams + ctx->napps) * sizeof(uint32_t);
     pl->scratch = malloc(maps + backups + 1);
@@ -831,9 +806,8 @@ static int load_locked(struct rngsnap *ctx, const char *path,
         return rs_error(ctx, RNGSNAP_E_INVALID, "load: no path given");
     if (flags & RNGSNAP_LOAD_FORK)
         return rs_error(ctx, RNGSNAP_E_INVALID,
-                        "load %s: fork applies to multi-rank folders "
-                        "(rngsnap_load_ranks)",
-                        path);
+                        "load %s: fork applies to multi-rank folders (%s)",
+                        path, rs_word(ctx, RS_W_LOAD_RANKS));
     if (flags & ~LOAD_FLAGS)
         return rs_error(ctx, RNGSNAP_E_INVALID, "load %s: unknown flags 0x%x",
                         path, flags & ~LOAD_FLAGS);
@@ -860,9 +834,29 @@ static int load_locked(struct rngsnap *ctx, const char *path,
     rc = rs_store_read(path, hint, &buf, &len, err, sizeof err);
     if (rc)
         return rs_error(ctx, rc, "load %s", err);
+    /* From here a file is bytes in memory, decoded as rngsnap_load_mem
+     * decodes them. */
     rc = rs_load_image(ctx, path, buf, len);
     free(buf);
     return rc;
+}
+
+static int load_mem_locked(struct rngsnap *ctx, const void *data,
+                           size_t size, unsigned flags)
+{
+    if (!data)
+        return rs_error(ctx, RNGSNAP_E_INVALID,
+                        "rngsnap_load_mem: data is NULL");
+    if (size == 0)
+        return rs_error(ctx, RNGSNAP_E_INVALID,
+                        "rngsnap_load_mem: size is 0 (no checkpoint bytes)");
+    if (flags)
+        return rs_error(ctx, RNGSNAP_E_INVALID, "rngsnap_load_mem: unknown "
+                        "flags 0x%x (it takes none: pass 0)", flags);
+    int rc = rs_check_usable(ctx);
+    if (rc)
+        return rc;
+    return rs_load_image(ctx, RS_MEM_NAME, data, size);
 }
 
 RNGSNAP_API int rngsnap_load(rngsnap *ctx, const char *path, unsigned flags)
@@ -871,6 +865,18 @@ RNGSNAP_API int rngsnap_load(rngsnap *ctx, const char *path, unsigned flags)
         return RNGSNAP_E_INVALID;
     rs_ctx_lock(ctx);
     int rc = load_locked(ctx, path, flags);
+    rs_ctx_unlock(ctx);
+    return rc;
+}
+
+RNGSNAP_API int rngsnap_load_mem(rngsnap *ctx, const void *data, size_t size,
+                                 unsigned flags)
+{
+    if (!ctx)
+        return rs_error(NULL, RNGSNAP_E_INVALID,
+                        "rngsnap_load_mem: ctx is NULL");
+    rs_ctx_lock(ctx);
+    int rc = load_mem_locked(ctx, data, size, flags);
     rs_ctx_unlock(ctx);
     return rc;
 }

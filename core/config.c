@@ -37,6 +37,7 @@
 #include "config.h"
 #include "context.h"
 #include "internal.h"
+#include "near_miss.h"
 
 #define RS_INI_MAX_BYTES (1u << 20)  /* a config file, not a data file */
 #define RS_INIH_MAX_NAME 50          /* inih 55 MAX_NAME / MAX_SECTION */
@@ -599,36 +600,6 @@ static const char *const rs_core_keys[] = {"plugin", "required", "streams",
                                            NULL};
 static const char *const rs_global_keys[] = {"plugin_dir", "log", NULL};
 
-#define RS_KEY_MAX 64 /* longer keys are never a typo of a known one */
-
-/* Edit distance counting a swap of two neighbours as one edit (optimal
- * string alignment): "requried" is one edit from "required". */
-static size_t key_distance(const char *a, const char *b)
-{
-    size_t n = strlen(a), m = strlen(b);
-    if (n >= RS_KEY_MAX || m >= RS_KEY_MAX)
-        return SIZE_MAX;
-    unsigned char d[RS_KEY_MAX + 1][RS_KEY_MAX + 1];
-    for (size_t i = 0; i <= n; i++)
-        d[i][0] = (unsigned char)i;
-    for (size_t j = 0; j <= m; j++)
-        d[0][j] = (unsigned char)j;
-    for (size_t i = 1; i <= n; i++) {
-        for (size_t j = 1; j <= m; j++) {
-            unsigned v = d[i - 1][j - 1] + (a[i - 1] != b[j - 1]);
-            if (d[i - 1][j] + 1u < v)
-                v = d[i - 1][j] + 1u;
-            if (d[i][j - 1] + 1u < v)
-                v = d[i][j - 1] + 1u;
-            if (i > 1 && j > 1 && a[i - 1] == b[j - 2]
-                && a[i - 2] == b[j - 1] && d[i - 2][j - 2] + 1u < v)
-                v = d[i - 2][j - 2] + 1u;
-            d[i][j] = (unsigned char)v;
-        }
-    }
-    return d[n][m];
-}
-
 static int key_in(const char *const *keys, const char *key)
 {
     for (; keys && *keys; keys++)
@@ -638,8 +609,7 @@ static int key_in(const char *const *keys, const char *key)
 }
 
 /* The key of a or b (NULL-terminated lists, b may be NULL) closest to
- * key, when it is close enough to be a typo of it: at most 2 edits, and
- * fewer than half the candidate's letters ("log" is not "isa"). */
+ * key, when it is close enough to be a typo of it (rs_near_miss). */
 static const char *closest_key(const char *key, const char *const *a,
                                const char *const *b)
 {
@@ -648,8 +618,8 @@ static const char *closest_key(const char *key, const char *const *a,
     const char *const *lists[] = {a, b};
     for (size_t l = 0; l < 2; l++) {
         for (const char *const *k = lists[l]; k && *k; k++) {
-            size_t d = key_distance(key, *k);
-            if (d <= 2 && 2 * d < strlen(*k) && d < best_d) {
+            size_t d;
+            if (rs_near_miss(key, *k, &d) && d < best_d) {
                 best = *k;
                 best_d = d;
             }
@@ -685,7 +655,7 @@ static void list_keys(char *buf, size_t len, const char *const *a,
 /* A key of [rngsnap] that is not one of rs_global_keys. */
 static int unknown_global_key(rs_parse *p, const char *name)
 {
-    char hint[RS_KEY_MAX + 32], keys[128];
+    char hint[RS_NEAR_MAX + 32], keys[128];
     did_you_mean(hint, sizeof hint, name, rs_global_keys, NULL);
     list_keys(keys, sizeof keys, rs_global_keys, NULL);
     return perr(p, RNGSNAP_E_CONFIG, "unknown key '%s' in [rngsnap]%s "
@@ -698,7 +668,7 @@ static int unknown_global_key(rs_parse *p, const char *name)
 static int check_option(struct rngsnap *ctx, const rs_backend *b,
                         const rs_option *o, const char *const *own)
 {
-    char hint[RS_KEY_MAX + 32];
+    char hint[RS_NEAR_MAX + 32];
     if (own) {
         if (key_in(own, o->key))
             return RNGSNAP_OK;

@@ -369,6 +369,12 @@ int rs_fmt_decode(const uint8_t *buf, size_t len, const char *what,
     memset(v, 0, sizeof *v);
     if (len == 0)
         return fail(err, errlen, what, "empty file, not a checkpoint");
+    /* Files are refused before reading (store.c); bytes handed in by
+     * rngsnap_load_mem meet the same limit here. */
+    if (len > RS_FMT_FILE_MAX)
+        return fail(err, errlen, what,
+                    "%zu bytes, more than the %zu a checkpoint may hold",
+                    len, (size_t)RS_FMT_FILE_MAX);
     /* Magic and version come first and never move: a future version
      * is named as such, not as a checksum error. */
     size_t m = len < 8 ? len : 8;

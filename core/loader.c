@@ -19,7 +19,9 @@
  *   NAME(.so added when missing) is looked up in RNGSNAP_PLUGIN_PATH
  *   (':'-separated, overrides the ini), else the ini's plugin_dir list,
  *   else the folder baked in at build time.  The first candidate that
- *   exists decides: a directory or FIFO there is reported as such.
+ *   exists decides: a directory or FIFO there is reported as such.  When
+ *   none exists, the message adds the near miss among the folders' files
+ *   and which key or variable chooses the folders (plugin_hint.c).
  * - Trust (as sshd's StrictModes and sudo do), checked BEFORE dlopen so
  *   that no constructor of a refused plugin runs: the file must be a
  *   regular file owned by root or the effective user and not writable by
@@ -58,6 +60,8 @@
 #include "context.h"
 #include "internal.h"
 #include "loader.h"
+#include "near_miss.h"
+#include "plugin_hint.h"
 #include "rngsnap_build_config.h"
 
 static pthread_mutex_t rs_ltdl_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -81,14 +85,19 @@ static void ltdl_release_locked(void)
 
 /* ---- environment ------------------------------------------------------ */
 
+int rs_env_paths_trusted(void)
+{
+    /* The value is the invoking user's, not the program owner's: a
+     * setuid program must not load code or read config from it. */
+    return !getauxval(AT_SECURE);
+}
+
 const char *rs_path_env(const struct rngsnap *ctx, const char *name)
 {
     const char *v = getenv(name);
     if (!v || !*v)
         return NULL;
-    /* The value is the invoking user's, not the program owner's: a
-     * setuid program must not load code or read config from it. */
-    if (getauxval(AT_SECURE)) {
+    if (!rs_env_paths_trusted()) {
         rs_log(ctx, RNGSNAP_LOG_WARN, "ignoring %s: this process runs "
                "with elevated privileges (setuid, setgid or file "
                "capabilities), where variables naming paths are not "
@@ -168,13 +177,21 @@ static int check_plugin_value(struct rngsnap *ctx, const rs_backend *b)
                     b->name, v, why, b->name);
 }
 
+/* How a not-found message names each origin of the candidates. */
+static const char *const rs_origin_words[] = {
+    [RS_PLUGIN_FROM_PATH] = "plugin path relative to the ini's folder",
+    [RS_PLUGIN_FROM_ENV] = "folders from RNGSNAP_PLUGIN_PATH",
+    [RS_PLUGIN_FROM_PLUGIN_DIR] = "folders from plugin_dir",
+    [RS_PLUGIN_FROM_BUILTIN] = "the built-in plugin folder",
+};
+
 /* Candidate files for b, and in *origin where the folders came from. */
 static int candidates(const struct rngsnap *ctx, const rs_backend *b,
                       const rs_config *cfg, rs_paths *out,
-                      const char **origin)
+                      rs_plugin_origin *origin)
 {
     if (strchr(b->plugin, '/')) {
-        *origin = "plugin path relative to the ini's folder";
+        *origin = RS_PLUGIN_FROM_PATH;
         return paths_add(out, rs_path_join(cfg->ini_dir, b->plugin));
     }
     char *fname;
@@ -191,7 +208,7 @@ static int candidates(const struct rngsnap *ctx, const rs_backend *b,
     int ok = 1;
     const char *env = rs_path_env(ctx, "RNGSNAP_PLUGIN_PATH");
     if (env) {
-        *origin = "folders from RNGSNAP_PLUGIN_PATH";
+        *origin = RS_PLUGIN_FROM_ENV;
         char cwd[PATH_MAX];
         if (!getcwd(cwd, sizeof cwd))
             strcpy(cwd, ".");
@@ -216,11 +233,11 @@ static int candidates(const struct rngsnap *ctx, const rs_backend *b,
             s = e + 1;
         }
     } else if (cfg->nplugin_dirs) {
-        *origin = "folders from plugin_dir";
+        *origin = RS_PLUGIN_FROM_PLUGIN_DIR;
         for (size_t i = 0; ok && i < cfg->nplugin_dirs; i++)
             ok = paths_add(out, rs_path_join(cfg->plugin_dirs[i], fname));
     } else {
-        *origin = "the built-in plugin folder";
+        *origin = RS_PLUGIN_FROM_BUILTIN;
         ok = paths_add(out, rs_path_join(RNGSNAP_PLUGIN_DIR, fname));
     }
     free(fname);
@@ -342,7 +359,7 @@ static int find_plugin(struct rngsnap *ctx, rs_backend *b,
                        const rs_config *cfg, int *missing)
 {
     rs_paths tried = {NULL, 0};
-    const char *origin = "";
+    rs_plugin_origin origin = RS_PLUGIN_FROM_BUILTIN;
     free(b->plugin_path);
     b->plugin_path = NULL;
     if (!candidates(ctx, b, cfg, &tried, &origin)) {
@@ -360,14 +377,21 @@ static int find_plugin(struct rngsnap *ctx, rs_backend *b,
     }
     int rc = RNGSNAP_OK;
     if (!found) {
+        /* The way out too: the file that is there, where else to look
+         * (an optional backend's skip reason is this message). */
+        char near[RS_NEAR_MAX + 32], elsewhere[1024];
+        rs_plugin_suggest(b, tried.v, tried.n, near, sizeof near);
+        rs_plugin_elsewhere(ctx, b, cfg, origin, elsewhere,
+                            sizeof elsewhere);
         *missing = !err;
         b->plugin_path = join_paths(&tried);
         rc = rs_error(ctx, RNGSNAP_E_PLUGIN, "plugin '%s' for [backend.%s] "
-                      "(%s:%d) not found; tried (%s): %s%s%s", b->plugin,
-                      b->name, ctx->ini_path, b->section_line, origin,
+                      "(%s:%d) not found%s; tried (%s): %s%s%s%s", b->plugin,
+                      b->name, ctx->ini_path, b->section_line, near,
+                      rs_origin_words[origin],
                       b->plugin_path ? b->plugin_path : "?",
                       err ? "; a folder could not be searched: " : "",
-                      err ? strerror(err) : "");
+                      err ? strerror(err) : "", elsewhere);
     } else if (!S_ISREG(st.st_mode)) {
         b->plugin_path = rs_strdup(found);
         rc = rs_error(ctx, RNGSNAP_E_PLUGIN, "plugin %s for [backend.%s] "

@@ -26,6 +26,10 @@ int rs_plugin_load(struct rngsnap *ctx, rs_backend *b, const rs_config *cfg,
  * setuid, setgid, file capabilities), where it is ignored and logged. */
 const char *rs_path_env(const struct rngsnap *ctx, const char *name);
 
+/* 0 in a secure-execution process, where rs_path_env ignores variables
+ * naming paths; else 1. */
+int rs_env_paths_trusted(void);
+
 /* Close b's plugin (after its streams and backend context are closed). */
 void rs_plugin_unload(rs_backend *b);
 

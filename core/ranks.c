@@ -28,6 +28,7 @@
 #include "lock.h"
 #include "manifest.h"
 #include "store.h"
+#include "words.h"
 
 #define SAVE_FLAGS (RNGSNAP_SAVE_REPLACE | RNGSNAP_SAVE_NO_SYNC)
 #define LOAD_FLAGS RNGSNAP_LOAD_FORK
@@ -160,10 +161,10 @@ static int first_checks(job *j, unsigned flags, unsigned allowed)
     if (j->c->rank != ctx->rank || j->c->size != ctx->world_size)
         return rs_error(ctx, RNGSNAP_E_INVALID,
                         "%s %s: the communicator is rank %d of %d but the "
-                        "context is rank %d of %d (rngsnap_set_rank or the "
-                        "launcher's variables); they must be equal",
+                        "context is rank %d of %d (%s or the launcher's "
+                        "variables); they must be equal",
                         j->op, j->dir, j->c->rank, j->c->size, ctx->rank,
-                        ctx->world_size);
+                        ctx->world_size, rs_word(ctx, RS_W_SET_RANK));
     if (!j->dir[0])
         return rs_error(ctx, RNGSNAP_E_INVALID, "%s: no folder given",
                         j->op);
@@ -226,8 +227,9 @@ static int prepare_dir(job *j, unsigned flags, uint8_t id[RS_MAN_ID_SIZE])
         if (!(flags & RNGSNAP_SAVE_REPLACE))
             rc = rs_error(ctx, RNGSNAP_E_EXISTS,
                           "%s %s: %s exists (a committed checkpoint); pass "
-                          "RNGSNAP_SAVE_REPLACE to replace it",
-                          j->op, j->dir, mpath);
+                          "%s to replace it",
+                          j->op, j->dir, mpath,
+                          rs_word(ctx, RS_W_SAVE_REPLACE));
         else
             note_replaced(j, mpath);
     } else if (errno != ENOENT) {
@@ -380,9 +382,10 @@ static int save_ranks_locked(job *j, unsigned flags)
     int rc = first_checks(j, flags, SAVE_FLAGS);
     if (!rc && atomic_load(&ctx->awaiting_load))
         rc = rs_error(ctx, RNGSNAP_E_ORDER,
-                      "%s %s: this context was opened with RNGSNAP_RESUME "
-                      "and has not loaded a checkpoint yet",
-                      j->op, j->dir);
+                      "%s %s: this context was opened with %s and has not "
+                      "loaded a checkpoint yet (call %s first)",
+                      j->op, j->dir, rs_word(ctx, RS_W_RESUME),
+                      rs_word(ctx, RS_W_LOAD_RANKS));
     if (!rc && c->rank == 0)
         rc = prepare_dir(j, flags, id);
     uint8_t *ids = malloc((size_t)c->size * RS_MAN_ID_SIZE);
@@ -613,6 +616,60 @@ static int fork_plan(job *j, const struct rngsnap_manifest *m,
     return RNGSNAP_OK;
 }
 
+/* Read saved rank r's file whole and check it against the manifest (size,
+ * then XXH3-64).  A missing file is RNGSNAP_E_IO (as any unreadable one),
+ * a damaged, truncated or foreign one RNGSNAP_E_CORRUPT; the message
+ * names the file, after how (what this load is, "" for an exact one). */
+static int read_rank_file(job *j, const struct rngsnap_manifest *m, int r,
+                          const char *how, char **path, uint8_t **buf,
+                          size_t *len)
+{
+    char err[RS_ERRMSG_MAX];
+    *buf = NULL;
+    if (!(*path = join(j->dir, m->ranks[r].file)))
+        return rs_error(j->ctx, RNGSNAP_E_NOMEM, "%s %s: out of memory",
+                        j->op, j->dir);
+    int rc = rs_store_read(*path, (size_t)m->ranks[r].size, buf, len, err,
+                           sizeof err);
+    if (!rc && (rc = rs_man_check_rank(m, r, *path, *buf, *len, err,
+                                       sizeof err)) != 0) {
+        free(*buf);
+        *buf = NULL;
+    }
+    if (rc)
+        rs_error(j->ctx, rc, "%s %s: %s%s; nothing restored", j->op, j->dir,
+                 how, err);
+    return rc;
+}
+
+/* This rank's share of the saved rank files: r, r + N, r + 2N, ... for
+ * rank r of this job's N ranks, so that between them the ranks check
+ * every file the manifest names (an exact resume: each its own; a fork:
+ * all W of them, whatever W).  The bytes and path of file src, when in
+ * the share, are kept for the restore; the others are freed. */
+static int check_share(job *j, const struct rngsnap_manifest *m, int src,
+                       const char *how, char **spath, uint8_t **sbuf,
+                       size_t *slen)
+{
+    for (int32_t r = j->c->rank; r < m->info.world_size; r += j->c->size) {
+        char *path;
+        uint8_t *buf;
+        size_t len;
+        int rc = read_rank_file(j, m, r, how, &path, &buf, &len);
+        if (rc == RNGSNAP_OK && r == src) {
+            *spath = path;
+            *sbuf = buf;
+            *slen = len;
+            continue;
+        }
+        free(path);
+        free(buf);
+        if (rc)
+            return rc;
+    }
+    return RNGSNAP_OK;
+}
+
 /* Step 1 on rank 0: read and verify the manifest. */
 static int read_manifest(job *j, uint8_t **buf, size_t *len)
 {
@@ -663,9 +720,11 @@ static int load_ranks_locked(job *j, unsigned flags)
     if (rc)
         goto out;
 
-    /* Step 2: every rank decodes the manifest, reads its file (rank 0's
-     * in a fork), checks it against the manifest and the registry. */
-    char err[RS_ERRMSG_MAX];
+    /* Step 2: every rank decodes the manifest and checks its share of
+     * the rank files against it (check_share): a damaged or incomplete
+     * folder is refused as such, whatever the flags, before anything is
+     * matched or restored. */
+    char err[RS_ERRMSG_MAX], how[96] = "";
     char *mpath = join(j->dir, RS_MAN_FILE);
     if (!mbuf || !mpath)
         rc = rs_error(ctx, RNGSNAP_E_NOMEM, "%s %s: out of memory", j->op,
@@ -679,31 +738,31 @@ static int load_ranks_locked(job *j, unsigned flags)
         if (!(flags & RNGSNAP_LOAD_FORK))
             rc = rs_error(ctx, RNGSNAP_E_MISMATCH,
                           "checkpoint %s was saved by %d ranks, this job "
-                          "has %d; pass RNGSNAP_LOAD_FORK (rngsnap_mpi_load) "
-                          "to fork it onto %d ranks",
-                          j->dir, (int)m->info.world_size, c->size, c->size);
+                          "has %d; pass %s to fork it onto %d ranks",
+                          j->dir, (int)m->info.world_size, c->size,
+                          rs_word(ctx, RS_W_LOAD_FORK), c->size);
         fork = 1;
+        snprintf(how, sizeof how, "fork of %d ranks onto %d: ",
+                 (int)m->info.world_size, c->size);
     }
     int src = fork ? 0 : c->rank;
-    if (!rc && fork) {
+    if (!rc)
+        rc = check_share(j, m, src, how, &fpath, &fbuf, &flen);
+    rc = step(j, rc, NULL, 0, NULL);
+    if (rc)
+        goto out;
+
+    /* Step 3: every rank matches the file it restores from (its own;
+     * rank 0's in a fork, which ranks other than 0 read again) against
+     * its registry. */
+    if (fork) {
         seeds = malloc((ctx->nstreams + 1) * sizeof *seeds);
         rc = seeds ? fork_plan(j, m, seeds)
                    : rs_error(ctx, RNGSNAP_E_NOMEM, "%s %s: out of memory",
                               j->op, j->dir);
     }
-    if (!rc && !(fpath = join(j->dir, m->ranks[src].file)))
-        rc = rs_error(ctx, RNGSNAP_E_NOMEM, "%s %s: out of memory", j->op,
-                      j->dir);
-    if (!rc) {
-        rc = rs_store_read(fpath, (size_t)m->ranks[src].size, &fbuf, &flen,
-                           err, sizeof err);
-        if (!rc)
-            rc = rs_man_check_rank(m, src, fpath, fbuf, flen, err,
-                                   sizeof err);
-        if (rc)
-            rs_error(ctx, rc, "%s %s: %s; nothing restored", j->op, j->dir,
-                     err);
-    }
+    if (!rc && !fbuf)
+        rc = read_rank_file(j, m, src, how, &fpath, &fbuf, &flen);
     if (!rc)
         rc = rs_load_prepare(ctx, fpath, fbuf, flen, seeds,
                              m->info.world_size, &plan);
@@ -711,7 +770,7 @@ static int load_ranks_locked(job *j, unsigned flags)
     if (rc)
         goto out;
 
-    /* Step 3: every rank is ready; all commit, and undo if any failed.
+    /* Step 4: every rank is ready; all commit, and undo if any failed.
      * Streams stay locked until the outcome is known, so no draw sees a
      * state that is then rolled back. */
     rs_streams_lock_all(ctx);

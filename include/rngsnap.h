@@ -19,9 +19,9 @@
  *  - two threads on the SAME stream are serialised, not refused: each
  *    call is whole, and the words they get together are exactly the
  *    stream's next words, in the order the calls took the lock;
- *  - rngsnap_seed_all, rngsnap_save, rngsnap_load, rngsnap_register_state,
- *    rngsnap_unregister_state and rngsnap_set_rank are serialised with
- *    each other; save, load and
+ *  - rngsnap_seed_all, rngsnap_save, rngsnap_load (and their _mem
+ *    forms), rngsnap_register_state, rngsnap_unregister_state and
+ *    rngsnap_set_rank are serialised with each other; save, load and
  *    seed_all hold every stream's lock while they read or set states, so
  *    a save while other threads draw records every stream at a position
  *    reached by whole calls, and a draw never sees half a load (its file
@@ -200,6 +200,26 @@ RNGSNAP_API int rngsnap_seed_all(rngsnap *ctx, uint64_t seed);
 RNGSNAP_API int rngsnap_save(rngsnap *ctx, const char *path, unsigned flags);
 /* All or nothing: on any error no live state changes. */
 RNGSNAP_API int rngsnap_load(rngsnap *ctx, const char *path, unsigned flags);
+
+/* The same checkpoint as bytes in memory, for jobs that keep their RNG
+ * state inside a checkpoint of their own (torch.save, DCP, ...).  The
+ * bytes are exactly the file format of docs/format.md: written to a file
+ * they load with rngsnap_load and pass `rngsnap verify`, and a file's
+ * bytes load with rngsnap_load_mem.  Every rule of rngsnap_save and
+ * rngsnap_load holds (resume gate, app states, rank and world size,
+ * checksums, all or nothing, threads); messages name the bytes
+ * "checkpoint bytes".  flags must be 0.
+ *
+ * rngsnap_save_mem: *data gets a new buffer of *size bytes, to be freed
+ * with rngsnap_free; on failure *data is NULL and *size 0. */
+RNGSNAP_API int rngsnap_save_mem(rngsnap *ctx, void **data, size_t *size,
+                                 unsigned flags);
+/* Restore from data[0..size): all or nothing, as rngsnap_load.  data is
+ * only read, and not kept after the call. */
+RNGSNAP_API int rngsnap_load_mem(rngsnap *ctx, const void *data, size_t size,
+                                 unsigned flags);
+/* Free what rngsnap_save_mem allocated.  NULL is accepted. */
+RNGSNAP_API void rngsnap_free(void *data);
 
 /* Register app-owned state under a unique name (1..255 bytes).  *ops is
  * copied; user is kept and passed to every callback, in the call pattern

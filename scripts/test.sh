@@ -85,7 +85,8 @@ else
 fi
 tsan_targets="tests/threads/test_threads config/clusters/mixed.ini"
 # the multi-rank suite: one thread per rank (tests/common/thread_comm.c)
-tsan_targets="$tsan_targets tests/ranks/test_ranks tests/plugins/multidev/rngsnap_multidev.so"
+tsan_targets="$tsan_targets tests/ranks/test_ranks tests/ranks/test_fork_check"
+tsan_targets="$tsan_targets tests/plugins/multidev/rngsnap_multidev.so"
 tsan_targets="$tsan_targets tests/plugins/multidev/rngsnap_multidev2.so"
 for p in cpu cuda hpu xpu npu; do tsan_targets="$tsan_targets plugins/rngsnap_$p.so"; done
 # shellcheck disable=SC2086  # a list of ninja targets

@@ -35,6 +35,7 @@ typedef struct minimal_ctx {
 
 typedef struct minimal_stream {
     uint64_t x; /* SplitMix64 state: the whole checkpointed state */
+    const rngsnap_host *host; /* for error messages (not state) */
 } minimal_stream;
 
 static uint64_t next64(minimal_stream *s)
@@ -150,10 +151,14 @@ static const char *m_device_name(void *bctx, int device)
 static int m_stream_open(void *bctx, int device, const char *name,
                          void **stream)
 {
-    (void)bctx, (void)device, (void)name;
+    (void)device, (void)name;
+    minimal_ctx *c = bctx;
     minimal_stream *s = calloc(1, sizeof *s);
-    if (!s)
+    if (!s) {
+        c->host->error(c->host, "out of memory");
         return RNGSNAP_E_NOMEM;
+    }
+    s->host = c->host;
     *stream = s;
     return RNGSNAP_OK;
 }
@@ -205,7 +210,14 @@ static int m_generate(void *stream, rngsnap_dist dist, void *out, size_t n)
         case RNGSNAP_F64: ((double *)out)[i] = uniform01(s); break;
         case RNGSNAP_NORMAL_F32: ((float *)out)[i] = (float)normal(s); break;
         case RNGSNAP_NORMAL_F64: ((double *)out)[i] = normal(s); break;
-        default: return RNGSNAP_E_INVALID;
+        default:
+            /* rngsnap_dist grows (values are appended, as the
+             * RNGSNAP_CURAND_* ones were): refuse what this plugin does
+             * not draw, in words (docs/plugin-guide.md). */
+            s->host->error(s->host, "distribution %d is not supported by "
+                           "this backend (it draws u32, u64, f32, f64, "
+                           "normal_f32 and normal_f64)", (int)dist);
+            return RNGSNAP_E_UNAVAILABLE;
         }
     }
     return RNGSNAP_OK;

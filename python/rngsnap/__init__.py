@@ -130,6 +130,144 @@ class Context(_rngsnap.Context):
         state = "closed" if self.closed else "open"
         return "<rngsnap.Context %s>" % state
 
+    # ---- bytes and the Stateful protocol (torch.save, DCP, accelerate,
+    # Lightning).  save_bytes()/load_bytes(data) are the C methods
+    # (docs/python.md, "Bytes"); these put the bytes into a state dict
+    # ("Stateful").  One key per rank: DCP keeps one value of a key that
+    # every rank has, accelerate and Lightning write rank 0's dict only.
+    STATE_DICT_FORMAT = "rngsnap-state-dict"
+    STATE_DICT_VERSION = 1
+
+    def state_dict(self, gather=False, group=None):
+        """{"format": "rngsnap-state-dict", "version": 1, "world_size": W,
+        "rank/<r>": save_bytes()}: this rank's checkpoint under its own
+        key.  gather=True (collective over torch.distributed, every rank
+        of group calls it): every rank's bytes, "rank/0" .. "rank/<W-1>",
+        on every rank, for frameworks that write rank 0's dict only."""
+        state = {"format": self.STATE_DICT_FORMAT,
+                 "version": self.STATE_DICT_VERSION,
+                 "world_size": self.world_size}
+        if not gather:
+            state["rank/%d" % self.rank] = self.save_bytes()
+            return state
+        for r, blob in enumerate(self._gather_bytes(_TorchComm(group))):
+            state["rank/%d" % r] = blob
+        return state
+
+    def load_state_dict(self, state):
+        """Restore this rank from a dict of state_dict(): its own
+        "rank/<r>" bytes, all or nothing (load_bytes).  MismatchError when
+        the dict has another world size or no bytes of this rank (never
+        another rank's state); CorruptError when it is not such a dict."""
+        import collections.abc
+        from ._encoding import error
+        if not isinstance(state, collections.abc.Mapping):
+            raise TypeError("load_state_dict: state is %s, not the dict "
+                            "ctx.state_dict() returns"
+                            % type(state).__name__)
+        head = "load_state_dict"
+        if state.get("format") != self.STATE_DICT_FORMAT:
+            raise error(CorruptError, "%s: not an rngsnap state dict (its "
+                        "\"format\" is %r, expected %r); nothing restored"
+                        % (head, state.get("format"), self.STATE_DICT_FORMAT))
+        version = state.get("version")
+        if version != self.STATE_DICT_VERSION:
+            raise error(MismatchError, "%s: state dict version %r, this "
+                        "rngsnap reads version %d; nothing restored"
+                        % (head, version, self.STATE_DICT_VERSION))
+        world = state.get("world_size")
+        if type(world) is not int or world < 1:
+            raise error(CorruptError, "%s: \"world_size\" is %r, not a "
+                        "positive int; nothing restored" % (head, world))
+        ranks = []
+        for key in state:
+            r = self._rank_of_key(key)
+            if r is None and key not in ("format", "version", "world_size"):
+                raise error(CorruptError, "%s: unknown key %r (an rngsnap "
+                            "state dict holds format, version, world_size and "
+                            "rank/<r>); nothing restored" % (head, key))
+            if r is not None and r >= world:
+                raise error(CorruptError, "%s: key %r is past world_size %d;"
+                            " nothing restored" % (head, key, world))
+            if r is not None:
+                ranks.append(r)
+        if world != self.world_size:
+            raise error(MismatchError, "%s: the state dict was saved by %d "
+                        "rank%s, this job has %d (this is rank %d); nothing "
+                        "restored. Resume with the world size that saved"
+                        % (head, world, "" if world == 1 else "s",
+                           self.world_size, self.rank))
+        key = "rank/%d" % self.rank
+        if key not in state:
+            held = ", ".join("rank/%d" % r for r in sorted(ranks))
+            raise error(MismatchError, "%s: no %r in the state dict (it "
+                        "holds %s of world size %d); nothing restored. A "
+                        "framework that writes rank 0's dict only "
+                        "(accelerate, Lightning) needs "
+                        "state_dict(gather=True) on every rank"
+                        % (head, key, held or "no rank's bytes", world))
+        blob = state[key]
+        if not isinstance(blob, (bytes, bytearray, memoryview)):
+            raise error(CorruptError, "%s: %r is %s, not bytes; nothing "
+                        "restored" % (head, key, type(blob).__name__))
+        self.load_bytes(blob)
+
+    @staticmethod
+    def _rank_of_key(key):
+        """r of a "rank/<r>" key of a state dict (no sign, no leading
+        zero), else None."""
+        if not isinstance(key, str) or not key.startswith("rank/"):
+            return None
+        digits = key[5:]
+        if not digits.isdigit() or not digits.isascii() or \
+                (digits[0] == "0" and digits != "0"):
+            return None
+        return int(digits)
+
+    def _gather_bytes(self, comm):
+        """Every rank's save_bytes(), in rank order, on every rank.  First
+        every rank tells its rank, world size, length and how its save
+        failed, if it did: then every rank raises together instead of
+        leaving the others waiting in the next collective."""
+        import struct
+        from ._encoding import error
+        try:
+            blob, failed = self.save_bytes(), None
+        except Error as e:
+            blob, failed = b"", e
+        rec = struct.Struct("<iiQi24s24s")  # the last two: class, .name
+        mine = rec.pack(self.rank, self.world_size, len(blob),
+                        getattr(failed, "code", 0) or 0,
+                        type(failed).__name__.encode() if failed else b"",
+                        (getattr(failed, "name", "") or "").encode())
+        raw = comm.allgather(mine)
+        recs = [rec.unpack_from(raw, i * rec.size) for i in range(comm.size)]
+        bad = [i for i, r in enumerate(recs) if r[4].rstrip(b"\0")]
+        if failed:
+            raise failed
+        if bad:
+            code, cls, name = recs[bad[0]][3:]
+            cls = cls.rstrip(b"\0").decode()
+            e = globals().get(cls, Error)
+            e = (e if isinstance(e, type) and issubclass(e, Error)
+                 else Error)("state_dict(gather=True): rank%s %s could not "
+                             "save (%s there); no rank's state dict is "
+                             "complete" % ("s" if len(bad) > 1 else "",
+                                           ", ".join(map(str, bad)), cls))
+            e.code, e.name = code, name.rstrip(b"\0").decode()
+            raise e
+        wrong = [i for i, r in enumerate(recs)
+                 if (r[0], r[1]) != (i, comm.size)]
+        if wrong:
+            i = wrong[0]
+            raise error(MismatchError, "state_dict(gather=True): group rank "
+                        "%d of %d has a context of rank %d of %d (set_rank, "
+                        "or RANK/WORLD_SIZE); each rank's context must be its "
+                        "group rank" % (i, comm.size, recs[i][0], recs[i][1]))
+        most = max(r[2] for r in recs)
+        raw = comm.allgather(blob + b"\0" * (most - len(blob)))
+        return [raw[i * most:i * most + r[2]] for i, r in enumerate(recs)]
+
     def save_ranks(self, dir, group=None, replace=False):
         """Collective over torch.distributed (every rank of group calls
         it): write this rank's file into folder dir, then rank 0 commits
@@ -193,12 +331,15 @@ class Context(_rngsnap.Context):
         self._watch.mode = _untracked.check_mode(mode)
 
     def _before_save(self, method, args, kw):
+        # save_ranks(dir, group) and state_dict(gather=True, group) are
+        # collective: under "error" every rank refuses together.
         collective = None
-        if method == "save_ranks":
+        if method == "save_ranks" or (method == "state_dict" and kw.get(
+                "gather", args[0] if args else False)):
             group = kw.get("group", args[1] if len(args) > 1 else None)
             collective = (lambda flag: _generators.ranks_flagged(flag,
                                                                    group))
-        self._watch.before_save(collective)
+        self._watch.before_save(method, collective)
 
     def _before_load(self, method, args, kw):
         _generators.check_order(self._generators.drawn(), method, args, kw,

@@ -420,10 +420,10 @@ class Watch:
         return (_clock() - _schedule.last_end
                 >= RESCAN_FACTOR * _schedule.last_cost)
 
-    def before_save(self, collective=None):
+    def before_save(self, method, collective=None):
         """Scan when due; warn, or raise UntrackedGeneratorError under
-        "error".  collective(flag) -> ranks that flagged (save_ranks: every
-        rank refuses together)."""
+        "error".  collective(flag) -> ranks that flagged (a collective
+        save method: every rank refuses together)."""
         if not self.due():
             return
         found = self.scan()
@@ -435,9 +435,9 @@ class Watch:
                     + report_text(found)))
             if ranks:
                 raise _enc.error(UntrackedGeneratorError, (
-                    "save_ranks refused on every rank, nothing written "
+                    "%s refused on every rank, nothing written "
                     "(untracked=\"error\"): rank%s %s found generators in "
-                    "no checkpoint") % ("s" if len(ranks) > 1 else "",
+                    "no checkpoint") % (method, "s" if len(ranks) > 1 else "",
                                         ", ".join(map(str, ranks))))
         elif found:
             warnings.warn("rngsnap: " + report_text(found),

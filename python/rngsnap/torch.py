@@ -33,9 +33,13 @@ from . import _encoding as _enc
 from . import _fingerprint as _fp
 from ._encoding import raised_by_python
 from ._generators import awaiting_load as _awaiting_load, check_order
+# Mid-epoch resume with a standard DataLoader (_sampler.py).
+from ._sampler import (DistributedResumableSampler, KeyedDataset,  # noqa
+                       ResumableSampler, SampleKey, seed_words as _seed_words)
 
 __all__ = ["track", "Tracker", "worker_init_fn", "seed_from",
-           "WORKER_KEY_BASE"]
+           "WORKER_KEY_BASE", "ResumableSampler",
+           "DistributedResumableSampler", "KeyedDataset", "SampleKey"]
 
 FINGERPRINT_STATE = "rngsnap.fingerprint"
 # worker_init_fn keys (epoch, WORKER_KEY_BASE + worker id): apart from the
@@ -193,7 +197,8 @@ class Tracker:
                            load=self._load_fingerprint)
         for g in self.generators:
             ctx.register_state(g.name, save=g.read, load=g.write)
-        for method in ("load", "load_ranks"):
+        # load_bytes also serves load_state_dict, which calls it
+        for method in ("load", "load_bytes", "load_ranks"):
             if hasattr(ctx, method):
                 setattr(ctx, method, self._wrap(method))
 
@@ -217,10 +222,11 @@ class Tracker:
                     "rngsnap.torch.track()", "tracked generators")
 
     def _wrap(self, method):
-        """ctx.load / ctx.load_ranks, checked first: a refusal happens
-        before the C load, so it changes nothing at all.  An rngsnap error
+        """ctx.load / load_bytes / load_ranks, checked first: a refusal
+        happens before the C load, so it changes nothing at all.  An rngsnap error
         raised by one of our load callables (the core reports it as
-        BackendError, having rolled back) is raised as itself."""
+        BackendError, having rolled back) is raised as its own class: its
+        own message, then the BackendError's in parentheses."""
         call = getattr(type(self._ctx()), method)
 
         @functools.wraps(call)
@@ -293,13 +299,7 @@ def seed_from(keyed):
     """Seed torch's default generator, NumPy's global generator and
     Python's random from the next draws of keyed (a stream or a keyed
     stream from Stream.derive).  Returns the 64-bit torch seed."""
-    words = keyed.generate("u32", 10)
-    w = [int(x) for x in words]
-    torch_seed = w[0] | (w[1] << 32)
-    _torch.manual_seed(torch_seed)
-    _np.random.seed(_np.array(w[2:6], dtype=_np.uint32))
-    _random.seed(w[6] | (w[7] << 32) | (w[8] << 64) | (w[9] << 96))
-    return torch_seed
+    return _seed_words(keyed.generate("u32", 10), _torch.manual_seed)
 
 
 class _WorkerInit:

@@ -7,6 +7,7 @@
  * close() cannot free the context under a running call of another thread.
  */
 #include "rngsnap_py.h"
+#include "words.h" /* the core's: its messages in Python's words */
 
 /* This thread's running save/load/ranks calls, innermost first. */
 static _Thread_local rsp_call *rsp_calls;
@@ -71,6 +72,7 @@ static int ctx_init(rsp_context *self, PyObject *args, PyObject *kw)
         rsp_raise(NULL, rc);
         return -1;
     }
+    rs_set_lang(ctx, RS_LANG_PYTHON);
     self->ctx = ctx;
     self->opened = 1;
     return 0;
@@ -223,6 +225,64 @@ static PyObject *ctx_load(rsp_context *self, PyObject *args, PyObject *kw)
     return ctx_file_call(self, args, kw, 0);
 }
 
+/* ---- bytes: save_bytes / load_bytes ------------------------------------ */
+
+/* save_bytes() -> bytes: rngsnap_save_mem, as save() runs rngsnap_save
+ * (GIL released, callables take it back). */
+static PyObject *ctx_save_bytes(rsp_context *self, PyObject *unused)
+{
+    (void)unused;
+    rngsnap *ctx = rsp_ctx_get(self);
+    if (!ctx)
+        return NULL;
+    void *data = NULL;
+    size_t size = 0;
+    int rc;
+    rsp_call call;
+    rsp_file_call_begin(self, &call);
+    Py_BEGIN_ALLOW_THREADS
+    rc = rngsnap_save_mem(ctx, &data, &size, 0);
+    Py_END_ALLOW_THREADS
+    rsp_file_call_end(&call);
+    PyObject *r = rsp_file_call_result(self, rc);
+    PyObject *out = NULL;
+    if (r) {
+        Py_DECREF(r);
+        out = PyBytes_FromStringAndSize(data, (Py_ssize_t)size);
+    }
+    rngsnap_free(data); /* also after a Ctrl-C raised over a success */
+    return out;
+}
+
+/* load_bytes(data): any C-contiguous bytes-like object, read without the
+ * GIL (the buffer stays exported, so it cannot be resized meanwhile).
+ * Empty bytes are a truncated checkpoint, as an empty file is. */
+static PyObject *ctx_load_bytes(rsp_context *self, PyObject *arg)
+{
+    Py_buffer view;
+    if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0)
+        return NULL;
+    rngsnap *ctx = rsp_ctx_get(self);
+    if (!ctx) {
+        PyBuffer_Release(&view);
+        return NULL;
+    }
+    if (view.len == 0) {
+        PyBuffer_Release(&view);
+        return rsp_raise_msg(RNGSNAP_E_CORRUPT, "checkpoint bytes: 0 bytes, "
+                             "not a checkpoint; nothing restored");
+    }
+    int rc;
+    rsp_call call;
+    rsp_file_call_begin(self, &call);
+    Py_BEGIN_ALLOW_THREADS
+    rc = rngsnap_load_mem(ctx, view.buf, (size_t)view.len, 0);
+    Py_END_ALLOW_THREADS
+    rsp_file_call_end(&call);
+    PyBuffer_Release(&view);
+    return rsp_file_call_result(self, rc);
+}
+
 static PyObject *ctx_register_state(rsp_context *self, PyObject *args,
                                     PyObject *kw)
 {
@@ -350,6 +410,11 @@ static PyMethodDef ctx_methods[] = {
     {"load", (PyCFunction)(void (*)(void))ctx_load,
      METH_VARARGS | METH_KEYWORDS,
      "load(path): restore all or nothing."},
+    {"save_bytes", (PyCFunction)ctx_save_bytes, METH_NOARGS,
+     "save_bytes() -> bytes: the checkpoint save() writes, as bytes."},
+    {"load_bytes", (PyCFunction)ctx_load_bytes, METH_O,
+     "load_bytes(data): restore from checkpoint bytes (any bytes-like), "
+     "all or nothing."},
     {"register_state", (PyCFunction)(void (*)(void))ctx_register_state,
      METH_VARARGS | METH_KEYWORDS,
      "register_state(name, *, save, load): save() -> bytes, load(bytes)."},

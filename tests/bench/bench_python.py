@@ -3,8 +3,9 @@ loaded through rngsnap (rngsnap.torch.track) and through torch.save /
 torch.load of a dict of them (the way accelerate does it; and once more
 with the temporary file, fsync and rename that rngsnap's save does), side by side in
 one run: median time, file size, and what every single-byte flip of each
-file does at load.  Figures only, no thresholds (docs/performance.md,
-"Python").
+file does at load; then the same states kept in memory: rngsnap's
+save_bytes/load_bytes next to torch.save/torch.load into io.BytesIO.
+Figures only, no thresholds (docs/performance.md, "Python").
 
     PYTHONPATH=python:build/python python3 tests/bench/bench_python.py \
         [--quick] [--dir DIR] [--objects N]
@@ -23,6 +24,7 @@ to a baseline B different from the saved states S; after it:
   crash          the process died (the flips run in forked children)
 """
 import argparse
+import io
 import os
 import random
 import statistics
@@ -66,6 +68,12 @@ class Rngsnap:
     def load(self, path):
         self.ctx.load(path)
 
+    def save_mem(self):
+        return self.ctx.save_bytes()
+
+    def load_mem(self, data):
+        self.ctx.load_bytes(data)
+
     refusal = rngsnap.Error
 
 
@@ -82,6 +90,15 @@ class TorchSave:
         random.setstate(states["random_state"])
         np.random.set_state(states["numpy_random_seed"])
         torch.set_rng_state(states["torch_manual_seed"])
+
+    # in memory: the file's bytes through io.BytesIO
+    def save_mem(self):
+        buf = io.BytesIO()
+        self.save(buf)
+        return buf.getvalue()
+
+    def load_mem(self, data):
+        self.load(io.BytesIO(data))
 
     refusal = Exception
 
@@ -213,6 +230,16 @@ def main():
         print("%-11s %9.0f %9.0f %8d | %d flips: %s" % (
             way.name, t_save, t_load, len(data), total,
             ", ".join("%s %d" % (o, counts.get(o, 0)) for o in outcomes)))
+    print("in memory   %9s %9s %8s" % ("save us", "load us", "bytes"))
+    for way, label in ((ways[0], "save_bytes"), (ways[1], "BytesIO")):
+        set_states(42)
+        saved = live()
+        data = way.save_mem()
+        t_save = median_us(way.save_mem, n)
+        set_states(42)
+        t_load = median_us(lambda: way.load_mem(data), n)
+        assert live() == saved, label + ": load did not restore"
+        print("%-11s %9.0f %9.0f %8d" % (label, t_save, t_load, len(data)))
     for f in os.listdir(work):
         os.remove(os.path.join(work, f))
     os.rmdir(work)

@@ -63,6 +63,9 @@ const char *ct_setup_dir(void)
         link_plugin(pdir, "rngsnap_cpu.so", plugins);
         have_cpu = 1;
     }
+    /* A device plugin (always built) for emulate_devices. */
+    if (pdir && access(ct_path(pdir, "rngsnap_cuda.so"), R_OK) == 0)
+        link_plugin(pdir, "rngsnap_cuda.so", plugins);
     return scratch;
 }
 

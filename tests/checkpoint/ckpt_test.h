@@ -13,7 +13,7 @@
 
 /* A fresh scratch folder "<TMPDIR>/rngsnap-ckpt-XXXXXX" with a plugins/
  * subfolder holding links to rngsnap_multidev.so, rngsnap_multidev2.so
- * and (when built) rngsnap_cpu.so.  Also clears the environment
+ * and (when built) rngsnap_cpu.so and rngsnap_cuda.so.  Also clears the environment
  * variables that would change the tests (plugin path, rank). */
 const char *ct_setup_dir(void);
 /* Remove the scratch folder and everything in it. */
@@ -46,6 +46,14 @@ void ct_write(const char *path, const void *buf, size_t len);
 /* Number of entries in dir other than . and .., and whether one's name
  * contains "tmp". */
 size_t ct_count_entries(const char *dir, int *has_tmp);
+
+/* Fail the test unless rngsnap_errmsg(ctx) contains text. */
+#define ct_assert_msg(ctx, text)                                         \
+    do {                                                                 \
+        if (!strstr(rngsnap_errmsg(ctx), text))                          \
+            fail_msg("message \"%s\" lacks \"%s\"", rngsnap_errmsg(ctx), \
+                     text);                                              \
+    } while (0)
 
 /* Path join into a static ring of buffers. */
 const char *ct_path(const char *dir, const char *name);

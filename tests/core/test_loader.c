@@ -24,6 +24,7 @@
 
 #include "helpers.h"
 #include "plugin_files.h"
+#include "rngsnap_build_config.h" /* RNGSNAP_PLUGIN_DIR */
 
 typedef struct bad_plugin {
     const char *variant; /* rngsnap_<variant>.so, section [backend.variant] */
@@ -72,7 +73,10 @@ static const char *missing_hpu_message(void)
     snprintf(want, sizeof want, "plugin 'rngsnap_hpu' for [backend.hpu] "
              "(%s:4) not found; tried (folders from plugin_dir): "
              "/no/a/rngsnap_hpu.so, /no/b/rngsnap_hpu.so, "
-             "%s/rngsnap_hpu.so", pf_path("rng.ini"), th_plugin_dir());
+             "%s/rngsnap_hpu.so; to search other folders, change "
+             "plugin_dir in [rngsnap] (%s:2) or set RNGSNAP_PLUGIN_PATH "
+             "(folders separated by ':', searched instead)",
+             pf_path("rng.ini"), th_plugin_dir(), pf_path("rng.ini"));
     return want;
 }
 
@@ -117,6 +121,143 @@ static void test_optional_missing_plugin_skipped(void **state)
         th_ini("[backend.good]\n[backend.badabi]\nrequired = false\n"), 0,
         RNGSNAP_E_PLUGIN);
     th_contains(msg, "rngsnap_badabi.so", "ABI version 99");
+}
+
+/* The way out of "not found" (issue 16): the plugin file that is there
+ * when the value is a near miss of it, and which key or variable chooses
+ * the folders searched, for each place the folders come from. */
+static const char *elsewhere_plugin_dir(const char *ini)
+{
+    static char s[8192];
+    snprintf(s, sizeof s, "; to search other folders, change plugin_dir in "
+             "[rngsnap] (%s:2) or set RNGSNAP_PLUGIN_PATH (folders "
+             "separated by ':', searched instead)", ini);
+    return s;
+}
+
+/* plugin = rngsnap_godo in [backend.good] at ini:line, searched in
+ * RNGSNAP_PLUGIN_PATH (the test plugins): the guess, then "change it,
+ * or " + unset. */
+static void env_typo_message(char *want, size_t len, const char *ini,
+                             int line, const char *unset)
+{
+    snprintf(want, len, "plugin 'rngsnap_godo' for [backend.good] (%s:%d) "
+             "not found (did you mean 'rngsnap_good'?); tried (folders from "
+             "RNGSNAP_PLUGIN_PATH): %s/rngsnap_godo.so; to search other "
+             "folders, change RNGSNAP_PLUGIN_PATH (folders separated by "
+             "':'), or %s", ini, line, th_plugin_dir(), unset);
+}
+
+static void test_not_found_way_out(void **state)
+{
+    (void)state;
+    char ini[4096], want[16384];
+    /* A typo of a plugin in plugin_dir, with and without ".so". */
+    static const char *const typed[][2] = {
+        {"rngsnap_godo", "rngsnap_good"},
+        {"rngsnap_godo.so", "rngsnap_good.so"},
+        {"rngsnap_goo", "rngsnap_good"},
+    };
+    for (size_t i = 0; i < sizeof typed / sizeof typed[0]; i++) {
+        char body[256];
+        snprintf(body, sizeof body, "[backend.good]\nplugin = %s\n",
+                 typed[i][0]);
+        snprintf(ini, sizeof ini, "%s", th_ini(body));
+        snprintf(want, sizeof want, "plugin '%s' for [backend.good] (%s:3) "
+                 "not found (did you mean '%s'?); tried (folders from "
+                 "plugin_dir): %s/%s%s%s", typed[i][0], ini, typed[i][1],
+                 th_plugin_dir(), typed[i][0],
+                 strstr(typed[i][0], ".so") ? "" : ".so",
+                 elsewhere_plugin_dir(ini));
+        assert_string_equal(th_open_fails(ini, 0, RNGSNAP_E_PLUGIN), want);
+    }
+
+    /* Not close enough: no guess, only the way to other folders. */
+    snprintf(ini, sizeof ini, "%s",
+             th_ini("[backend.good]\nplugin = rngsnap_zzzz\n"));
+    snprintf(want, sizeof want, "plugin 'rngsnap_zzzz' for [backend.good] "
+             "(%s:3) not found; tried (folders from plugin_dir): "
+             "%s/rngsnap_zzzz.so%s", ini, th_plugin_dir(),
+             elsewhere_plugin_dir(ini));
+    assert_string_equal(th_open_fails(ini, 0, RNGSNAP_E_PLUGIN), want);
+
+    /* rngsnap_gpu.so is one edit from rngsnap_hpu but is the gpu
+     * backend's plugin (its table says "gpu"): never offered for hpu.
+     * A file of another name is judged by its distance alone. */
+    pf_mkdir("near", 0755);
+    th_write("near/rngsnap_gpu.so", "%s", "");
+    th_write("near/vendor_hpu.so", "%s", "");
+    th_write("near/README", "%s", "");
+    const char *near = pf_path("near");
+    snprintf(ini, sizeof ini, "%s", th_write("rng.ini", "[rngsnap]\n"
+             "plugin_dir = %s\n[backend.hpu]\n[backend.hpu2]\n"
+             "plugin = vendor_hpv\n", near));
+    snprintf(want, sizeof want, "plugin 'rngsnap_hpu' for [backend.hpu] "
+             "(%s:3) not found; tried (folders from plugin_dir): "
+             "%s/rngsnap_hpu.so%s", ini, near, elsewhere_plugin_dir(ini));
+    assert_string_equal(th_open_fails(ini, 0, RNGSNAP_E_PLUGIN), want);
+    snprintf(ini, sizeof ini, "%s", th_write("rng.ini", "[rngsnap]\n"
+             "plugin_dir = %s\n[backend.hpu2]\nplugin = vendor_hpv\n", near));
+    snprintf(want, sizeof want, "plugin 'vendor_hpv' for [backend.hpu2] "
+             "(%s:3) not found (did you mean 'vendor_hpu'?); tried (folders "
+             "from plugin_dir): %s/vendor_hpv.so%s", ini, near,
+             elsewhere_plugin_dir(ini));
+    assert_string_equal(th_open_fails(ini, 0, RNGSNAP_E_PLUGIN), want);
+
+    /* RNGSNAP_PLUGIN_PATH decides: its folders are searched for the
+     * guess, and the way out is to change or unset it. */
+    setenv("RNGSNAP_PLUGIN_PATH", th_plugin_dir(), 1);
+    snprintf(ini, sizeof ini, "%s", th_write("rng.ini", "[rngsnap]\n"
+             "plugin_dir = /nonexistent\n[backend.good]\n"
+             "plugin = rngsnap_godo\n"));
+    char tail[8192];
+    snprintf(tail, sizeof tail, "unset it to search plugin_dir in "
+             "[rngsnap] (%s:2)", ini);
+    env_typo_message(want, sizeof want, ini, 3, tail);
+    assert_string_equal(th_open_fails(ini, 0, RNGSNAP_E_PLUGIN), want);
+    snprintf(ini, sizeof ini, "%s", th_write("rng.ini", "[backend.good]\n"
+             "plugin = rngsnap_godo\n"));
+    snprintf(tail, sizeof tail, "unset it and set plugin_dir in [rngsnap] "
+             "of %s", ini);
+    env_typo_message(want, sizeof want, ini, 1, tail);
+    assert_string_equal(th_open_fails(ini, 0, RNGSNAP_E_PLUGIN), want);
+    unsetenv("RNGSNAP_PLUGIN_PATH");
+
+    /* No plugin_dir: the built-in folder, and how to add others. */
+    snprintf(want, sizeof want, "plugin 'rngsnap_godo' for [backend.good] "
+             "(%s:1) not found; tried (the built-in plugin folder): "
+             "%s/rngsnap_godo.so; to search other folders than the built-in "
+             "one, set plugin_dir in [rngsnap] of %s or set "
+             "RNGSNAP_PLUGIN_PATH (folders separated by ':', searched "
+             "instead)", ini, RNGSNAP_PLUGIN_DIR, ini);
+    assert_string_equal(th_open_fails(ini, 0, RNGSNAP_E_PLUGIN), want);
+
+    /* A path names one file: no guess, and how to search instead. */
+    snprintf(ini, sizeof ini, "%s", th_ini("[backend.good]\n"
+             "plugin = near/rngsnap_good.so\n"));
+    snprintf(want, sizeof want, "plugin 'near/rngsnap_good.so' for "
+             "[backend.good] (%s:3) not found; tried (plugin path relative "
+             "to the ini's folder): %s/rngsnap_good.so; plugin = "
+             "'near/rngsnap_good.so' is a path (absolute, or relative to the "
+             "ini's folder): correct it, or give a file name (e.g. "
+             "rngsnap_good) to search the plugin folders (plugin_dir in "
+             "[rngsnap], RNGSNAP_PLUGIN_PATH)", ini, near);
+    assert_string_equal(th_open_fails(ini, 0, RNGSNAP_E_PLUGIN), want);
+
+    /* An optional backend skipped for its missing file carries the same
+     * guess and way out in its reason (rngsnap backends shows it). */
+    snprintf(ini, sizeof ini, "%s", th_ini("[backend.good2]\n"
+             "[backend.good]\nplugin = rngsnap_godo\nrequired = false\n"));
+    snprintf(want, sizeof want, "plugin 'rngsnap_godo' for [backend.good] "
+             "(%s:4) not found (did you mean 'rngsnap_good'?); tried "
+             "(folders from plugin_dir): %s/rngsnap_godo.so%s", ini,
+             th_plugin_dir(), elsewhere_plugin_dir(ini));
+    rngsnap *ctx = th_open_ok(ini, 0);
+    rngsnap_backend_info bi;
+    assert_int_equal(rngsnap_backend_get(ctx, 1, &bi), RNGSNAP_OK);
+    assert_true(bi.skipped);
+    assert_string_equal(bi.reason, want);
+    rngsnap_close(ctx);
 }
 
 /* A directory or FIFO where the plugin should be is named for what it
@@ -357,6 +498,7 @@ int main(void)
         cmocka_unit_test(test_broken_plugins),
         cmocka_unit_test(test_missing_plugin_lists_paths),
         cmocka_unit_test(test_optional_missing_plugin_skipped),
+        cmocka_unit_test(test_not_found_way_out),
         cmocka_unit_test(test_non_regular_plugin_files),
         cmocka_unit_test(test_plugin_value_rules),
         cmocka_unit_test(test_abi_and_format_messages),

@@ -126,6 +126,17 @@ int main(int argc, char **argv)
              "RNGSNAP_E_MISMATCH, got %s", rngsnap_error_name(rc));
     MX_CHECK(strstr(rngsnap_errmsg(t), "cuda") != NULL,
              "message does not name cuda");
+    /* In the admin's terms: both counts, and the twin's emulate_devices
+     * line (line 11 of write_twin's file) that makes the 3. */
+    const char *ne = getenv("RNGSNAP_NO_EMULATION");
+    if (ne == NULL || ne[0] == '\0' || strcmp(ne, "0") == 0)
+        MX_CHECK(strstr(rngsnap_errmsg(t), "the checkpoint has 2 cuda "
+                        "devices and this configuration 3 (emulate_devices "
+                        "= 3 at ") != NULL
+                     && strstr(rngsnap_errmsg(t), "twin3.ini:11); nothing "
+                               "restored") != NULL,
+                 "message does not give the device counts and the "
+                 "emulate_devices line");
     rngsnap_close(t);
 
     mx_free(&warm);

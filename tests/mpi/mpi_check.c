@@ -7,6 +7,8 @@
  *   mpi_check fail   DIR gen=G code=CODE rank=R [appfail]
  *   mpi_check fork   DIR gen=G saved=W out=PATH
  *   mpi_check forkapps DIR          (fork refused: app states differ)
+ *   mpi_check forkbad DIR gen=G bad=B kind=damaged|truncated|missing
+ *                                   (fork refused: saved rank B's file)
  *   mpi_check invalid DIR
  *   mpi_check split   DIR           (MPI_Comm_split halves; intercomm refused)
  *   mpi_check noinit  DIR           (MPI not initialised / finalised)
@@ -20,12 +22,16 @@
 
 #include <rngsnap/mpi.h>
 
+#include <errno.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
+
+#include <xxhash.h>
 
 static int rank, world, failed;
 static const char *mode, *dir;
@@ -348,6 +354,93 @@ static int do_forkapps(void)
     return 0;
 }
 
+/* The whole message every rank of a fork of dir must return when saved
+ * rank bad's file is `kind` (the test damaged it so): the new rank that
+ * checks that file (bad % world) is the first to fail.  0, or 1 when
+ * the folder cannot tell what to expect. */
+static int fork_refusal(int bad, const char *kind, char *out, size_t len)
+{
+    rngsnap_manifest *m;
+    char err[1024], path[4096];
+    if (rngsnap_manifest_open(dir, &m, err, sizeof err)) {
+        fail("manifest: %s", err);
+        return 1;
+    }
+    const rngsnap_manifest_info *info = rngsnap_manifest_info_get(m);
+    const rngsnap_manifest_rank *r = rngsnap_manifest_rank_at(m, bad);
+    int n = snprintf(out, len, "rank %d of %d: load_ranks %s: fork of %d "
+                     "ranks onto %d: ", bad % world, world, dir,
+                     (int)info->world_size, world);
+    snprintf(path, sizeof path, "%s/%s", dir, r ? r->file : "?");
+    FILE *f = fopen(path, "rb");
+    unsigned char *buf = malloc(r ? (size_t)r->size + 1 : 1);
+    size_t got = f && buf ? fread(buf, 1, (size_t)r->size + 1, f) : 0;
+    if (f)
+        fclose(f);
+    int rc = 0;
+    if (!strcmp(kind, "missing") && !f)
+        snprintf(out + n, len - (size_t)n, "%s: cannot open: %s; nothing "
+                 "restored", path, strerror(ENOENT));
+    else if (!strcmp(kind, "truncated") && f && got < r->size)
+        snprintf(out + n, len - (size_t)n, "%s (rank %d's file): %zu bytes, "
+                 "the manifest of checkpoint %s records %" PRIu64
+                 " (damaged, truncated, or another checkpoint's file); "
+                 "nothing restored", path, bad, got, info->id, r->size);
+    else if (!strcmp(kind, "damaged") && f && got == r->size)
+        snprintf(out + n, len - (size_t)n, "%s (rank %d's file): XXH3-64 "
+                 "0x%016" PRIx64 ", the manifest of checkpoint %s records "
+                 "0x%016" PRIx64 " (damaged, swapped, or another checkpoint's "
+                 "file); nothing restored", path, bad,
+                 (uint64_t)XXH3_64bits(buf, got), info->id, r->checksum);
+    else {
+        fail("saved rank %d's file %s is not %s", bad, path, kind);
+        rc = 1;
+    }
+    free(buf);
+    rngsnap_manifest_close(m);
+    return rc;
+}
+
+/* A fork reads its streams from no rank file, yet it must refuse a
+ * folder with one damaged, truncated or missing: every rank gets the
+ * same code and the exact message, and keeps its live state
+ * (generation g: positions, the next draws, the shared app state). */
+static int do_forkbad(void)
+{
+    uint64_t g = (uint64_t)opt_long("gen", 0);
+    int bad = (int)opt_long("bad", 0);
+    const char *kind = opt("kind") ? opt("kind") : "?";
+    int want = !strcmp(kind, "missing") ? RNGSNAP_E_IO : RNGSNAP_E_CORRUPT;
+    char msg[8192];
+    rngsnap *ctx = open_ctx(0, 1);
+    if (!ctx)
+        return 1;
+    if (fork_refusal(bad, kind, msg, sizeof msg)) {
+        rngsnap_close(ctx);
+        return 1;
+    }
+    if (streams_set(ctx, g))
+        fail("seed: %s", rngsnap_errmsg(ctx));
+    apps_set(g, rank);
+    rngsnap_philox before[256], after[256];
+    size_t nb, na;
+    if (positions_get(ctx, before, 256, &nb))
+        fail("positions: %s", rngsnap_errmsg(ctx));
+    int rc = rngsnap_mpi_load(ctx, MPI_COMM_WORLD, dir, RNGSNAP_LOAD_FORK);
+    expect_code(ctx, rc, want, "fork of a folder with a bad rank file");
+    if (strcmp(rngsnap_errmsg(ctx), msg))
+        fail("message\n  %s\nexpected\n  %s", rngsnap_errmsg(ctx), msg);
+    if (positions_get(ctx, after, 256, &na) || na != nb
+        || memcmp(before, after, nb * sizeof before[0]))
+        fail("a refused fork changed a stream position");
+    check_apps(g, 1, "after the refused fork");
+    check_streams(ctx, g, "after the refused fork");
+    if (rank == 0)
+        printf("refused: %s\n", rngsnap_errmsg(ctx));
+    rngsnap_close(ctx);
+    return 0;
+}
+
 /* The context's rank/world must equal the communicator's. */
 static int do_invalid(void)
 {
@@ -490,6 +583,7 @@ int main(int argc, char **argv)
     static const struct { const char *name; int (*run)(void); } modes[] = {
         {"save", do_save},         {"check", do_check},   {"fail", do_fail},
         {"fork", do_fork},         {"forkapps", do_forkapps},
+        {"forkbad", do_forkbad},
         {"invalid", do_invalid},   {"split", do_split}};
     int known = 0;
     for (size_t i = 0; i < sizeof modes / sizeof modes[0]; i++)

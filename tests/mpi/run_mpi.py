@@ -5,7 +5,7 @@ Each scenario starts jobs of tests/mpi/mpi_check (one per mpirun, as a
 real job and its resumed successor would be) and checks what they print
 and return.  Usage (meson passes the first three):
   run_mpi.py MPI_BUILT MPI_CHECK CHUNK_CHECK SCENARIO [N]
-  SCENARIO: resume N | kill N replace|new | fail N | fork | misc
+  SCENARIO: resume N | kill N replace|new | fail N | fork | misc | forkcheck
 Exit 77 (skipped) when librngsnap_mpi was not built or mpirun is missing.
 """
 import os
@@ -294,6 +294,40 @@ def misc():
           f"inter-communicators, chunked collectives; {runs} jobs")
 
 
+def fork_check():
+    """A fork checks every saved rank file, not only rank 0's: a folder
+    whose last rank's file is damaged, truncated or missing is refused on
+    every rank of a fork 4 -> 2 and 2 -> 4, with the same code and exact
+    message, every live state unchanged."""
+    cases = 0
+    for saved, now in ((4, 2), (2, 4)):
+        d = os.path.join(tmp, f"forkcheck{saved}")
+        expect_ok(saved, ["save", d, "gen=7", "shared"], f"save on {saved} ranks")
+        bad = saved - 1
+        for kind in ("damaged", "truncated", "missing"):
+            c = copy_case(d, f"forkcheck{saved}-{kind}")
+            f = rank_file(c, bad)
+            data = bytearray(open(f, "rb").read())
+            if kind == "damaged":
+                data[len(data) // 2] ^= 0x10
+                open(f, "wb").write(data)
+            elif kind == "truncated":
+                open(f, "wb").write(data[:len(data) // 2])
+            else:
+                os.unlink(f)
+            what = f"{saved} -> {now} ranks, rank {bad}'s file {kind}"
+            show(what, expect_ok(now, ["forkbad", c, "gen=9", f"bad={bad}",
+                                       f"kind={kind}"], what))
+            cases += 1
+        # the intact folder forks
+        expect_ok(now, ["fork", d, "gen=7", f"saved={saved}",
+                        f"out={os.path.join(tmp, f'forkcheck{saved}to{now}')}"],
+                  f"{saved} -> {now} ranks, intact folder")
+    print(f"4 -> 2 and 2 -> 4: {cases} folders with a bad rank file refused "
+          f"alike on every rank, live states unchanged; intact ones forked; "
+          f"{runs} jobs")
+
+
 try:
     if scenario == "resume":
         resume(nranks)
@@ -305,6 +339,8 @@ try:
         fork()
     elif scenario == "misc":
         misc()
+    elif scenario == "forkcheck":
+        fork_check()
     else:
         failures.append(f"unknown scenario {scenario}")
 finally:

@@ -3,6 +3,7 @@
 The meson test sets PYTHONPATH (source python/ and the build's module
 folder) and RNGSNAP_CONFIG (the build tree's rng.ini, cpu backend with the
 streams default, dropout, augment)."""
+import json
 import os
 import subprocess
 import sys
@@ -29,3 +30,21 @@ def run_py(code, *args, check=True):
         raise AssertionError("subprocess failed (%d):\n%s\n%s"
                              % (r.returncode, r.stdout, r.stderr))
     return r
+
+
+def spawn_ranks(code, n, rdv, *args):
+    """Run code as n processes (argv: rank, n, rdv, *args), e.g. the ranks
+    of a torch.distributed job rendezvousing at file rdv; each prints a
+    JSON object with "rank" as its last line.  Returns them in rank
+    order, after every process exited 0."""
+    procs = [subprocess.Popen([sys.executable, "-c", code, str(r), str(n),
+                               str(rdv), *map(str, args)],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              text=True, env=os.environ.copy())
+             for r in range(n)]
+    outs = []
+    for p in procs:
+        o, e = p.communicate(timeout=300)
+        assert p.returncode == 0, e
+        outs.append(json.loads(o.strip().splitlines()[-1]))
+    return sorted(outs, key=lambda x: x["rank"])

@@ -1,4 +1,6 @@
 """Every error class from a failing C call, with the library's message."""
+import os
+
 import numpy as np
 import pytest
 
@@ -70,6 +72,39 @@ def test_mismatch_names_section(ctx, tmp_path):
     assert "sampler" in str(e.value)
     assert s.position() == before
     other.close()
+
+
+def test_device_count_mismatch_in_admin_terms(tmp_path, monkeypatch):
+    """Resumed where the backend has another number of devices: the
+    library's own words (issue 16), nothing restored."""
+    monkeypatch.delenv("RNGSNAP_NO_EMULATION", raising=False)
+    plugins = os.path.join(os.environ["RNGSNAP_BUILD_ROOT"], "plugins")
+
+    def ini(name, devices):
+        p = tmp_path / name
+        p.write_text(f"[rngsnap]\nplugin_dir = {plugins}\n"
+                     "[backend.cuda]\nplugin = rngsnap_cuda\n"
+                     f"emulate_devices = {devices}\n")
+        return str(p)
+
+    two, four = ini("two.ini", 2), ini("four.ini", 4)
+    path = str(tmp_path / "two.rngsnap")
+    with rngsnap.Context(two) as c:
+        c.seed_all(3)
+        c.save(path)
+    with rngsnap.Context(four) as c:
+        c.seed_all(4)
+        s = c.stream("cuda", 3, "default")
+        before = s.position()
+        with pytest.raises(rngsnap.MismatchError) as e:
+            c.load(path)
+        assert s.position() == before
+    assert str(e.value) == (
+        f"{path}: the checkpoint has 2 cuda devices and this configuration "
+        f"4 (emulate_devices = 4 at {four}:5); nothing restored "
+        f"(configuration {four}). Resume where the same devices are present "
+        "as where the checkpoint was written; "
+        f"'rngsnap inspect {path}' shows what the checkpoint holds")
 
 
 def test_order_error_before_load_and_seed_after(ctx, tmp_path):

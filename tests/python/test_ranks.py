@@ -1,12 +1,10 @@
 """save_ranks/load_ranks over torch.distributed (gloo, file:// rendezvous),
 4 processes: bit-exact resume, the all-ranks refusal of another world
 size, and the deterministic fork 4 -> 2."""
-import json
-import os
-import subprocess
-import sys
 
 import pytest
+
+from conftest import spawn_ranks
 
 torch = pytest.importorskip("torch")
 if not torch.distributed.is_available():
@@ -47,18 +45,7 @@ dist.destroy_process_group()
 
 
 def run_ranks(tmp_path, n, ck, mode, tag):
-    rdv = tmp_path / ("rdv-" + tag)
-    procs = [subprocess.Popen([sys.executable, "-c", CHILD, str(r), str(n),
-                               str(rdv), str(ck), mode],
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                              text=True, env=os.environ.copy())
-             for r in range(n)]
-    outs = []
-    for p in procs:
-        o, e = p.communicate(timeout=300)
-        assert p.returncode == 0, e
-        outs.append(json.loads(o.strip().splitlines()[-1]))
-    return sorted(outs, key=lambda x: x["rank"])
+    return spawn_ranks(CHILD, n, tmp_path / ("rdv-" + tag), ck, mode)
 
 
 def test_save_load_fork(tmp_path):

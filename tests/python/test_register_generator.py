@@ -452,7 +452,8 @@ def test_name_taken(quiet):
     quiet.register_generator("g", random.Random(1))
     with pytest.raises(rngsnap.InvalidError) as e:
         quiet.register_generator("g", random.Random(2))
-    assert str(e.value) == "register_state: app state g is already registered"
+    assert str(e.value) == ("ctx.register_state(): app state g is already "
+                            "registered")
 
 
 # ---- drawn before the load of a resumed context ----------------------------
@@ -489,6 +490,27 @@ def test_drawn_before_load_refused_nothing_changed(tmp_path):
     with pytest.raises(rngsnap.OrderError) as e:
         r.load(str(tmp_path / "c"))
     assert "generators g, t changed" in str(e.value)
+    r.close()
+
+
+def test_drawn_before_load_bytes_or_state_dict_refused(tmp_path):
+    """The check is in front of every load method."""
+    with rngsnap.Context(untracked="ignore") as c:
+        c.seed_all(1)
+        c.register_generator("g", random.Random(1))
+        blob, state = c.save_bytes(), c.state_dict()
+    r = rngsnap.Context(resume=True, untracked="ignore")
+    g = random.Random(2)
+    r.register_generator("g", g)
+    g.random()
+    before = g.getstate()
+    for load in (lambda: r.load_bytes(blob), lambda: r.load_state_dict(state)):
+        with pytest.raises(rngsnap.OrderError) as e:
+            load()
+        assert str(e.value).startswith("load refused, nothing restored: "
+                                       "generator g changed between "
+                                       "ctx.register_generator() and load()")
+        assert g.getstate() == before
     r.close()
 
 
@@ -551,7 +573,8 @@ def test_unregister_state_lets_the_callables_go(quiet):
 def test_unregister_unknown_and_from_a_callable(quiet, tmp_path):
     with pytest.raises(rngsnap.InvalidError) as e:
         quiet.unregister_state("nope")
-    assert str(e.value) == "unregister_state: no app state nope is registered"
+    assert str(e.value) == ("ctx.unregister_state(): no app state nope is "
+                            "registered")
     seen = []
 
     def save():

@@ -3,12 +3,10 @@ rank's torch, NumPy and random generators resume bit-exactly, and when one
 rank drew before the restore, every rank refuses (OrderError; the ranks
 that did not draw name the rank that did) instead of hanging in the
 collective load, and nothing changes on any rank."""
-import json
-import os
-import subprocess
-import sys
 
 import pytest
+
+from conftest import spawn_ranks
 
 torch = pytest.importorskip("torch")
 if not torch.distributed.is_available():
@@ -53,18 +51,7 @@ dist.destroy_process_group()
 
 
 def run_ranks(tmp_path, ck, mode):
-    rdv = tmp_path / ("rdv-" + mode)
-    procs = [subprocess.Popen([sys.executable, "-c", CHILD, str(r), "2",
-                               str(rdv), str(ck), mode],
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                              text=True, env=os.environ.copy())
-             for r in range(2)]
-    outs = []
-    for p in procs:
-        o, e = p.communicate(timeout=300)
-        assert p.returncode == 0, e
-        outs.append(json.loads(o.strip().splitlines()[-1]))
-    return sorted(outs, key=lambda x: x["rank"])
+    return spawn_ranks(CHILD, 2, tmp_path / ("rdv-" + mode), ck, mode)
 
 
 def test_ranks_resume_and_refuse_together(tmp_path):

@@ -250,6 +250,25 @@ def test_when_a_save_scans(ctx, tmp_path, monkeypatch, recwarn):
     assert _warned(ctx, path, recwarn) == []
 
 
+def test_bytes_and_state_dict_report_too():
+    code = textwrap.dedent("""\
+        import random, warnings
+        import rngsnap
+        r = random.Random(3)
+        for call in ("save_bytes", "state_dict"):
+            ctx = rngsnap.Context()
+            ctx.seed_all(1)
+            rngsnap._untracked._schedule.last_end = None  # a first save
+            with warnings.catch_warnings(record=True) as seen:
+                warnings.simplefilter("always")
+                getattr(ctx, call)()
+            print(call, [str(w.message).splitlines()[1] for w in seen])
+        """)
+    assert run_py(code).stdout == (
+        "save_bytes ['  random.Random at __main__.r']\n"
+        "state_dict ['  random.Random at __main__.r']\n")
+
+
 def test_every_save_method_runs_the_check():
     """Each save and load method the context has goes through the hooks
     (the ones added by other changes too: the names are the contract)."""
@@ -280,9 +299,11 @@ def test_nested_save_checks_once():
     assert f.calls == ["check state_dict", "save", "check save", "save"]
 
 
-def test_save_ranks_refusal_is_collective(tmp_path, monkeypatch):
-    """Under "error", save_ranks asks every rank (ranks_flagged, an
-    all_reduce) and refuses on all when one found something."""
+@pytest.mark.parametrize("method", ["save_ranks", "state_dict"])
+def test_collective_save_refusal(tmp_path, monkeypatch, method):
+    """Under "error", save_ranks and state_dict(gather=True) ask every
+    rank (ranks_flagged, an all_reduce) and refuse on all when one found
+    something, before their own collectives."""
     asked = []
 
     def ranks_flagged(flag, group):
@@ -293,9 +314,14 @@ def test_save_ranks_refusal_is_collective(tmp_path, monkeypatch):
         c.seed_all(1)
         monkeypatch.setattr(_untracked, "scan", lambda tracked: [])
         with pytest.raises(rngsnap.UntrackedGeneratorError) as e:
-            c.save_ranks(str(tmp_path / "d"), "grp")
-        assert str(e.value) == ("save_ranks refused on every rank, nothing "
+            if method == "save_ranks":
+                c.save_ranks(str(tmp_path / "d"), "grp")
+            else:
+                c.state_dict(gather=True, group="grp")
+        assert str(e.value) == ("%s refused on every rank, nothing "
                                 "written (untracked=\"error\"): rank 1 found "
-                                "generators in no checkpoint")
+                                "generators in no checkpoint" % method)
         assert asked == [(False, "grp")]
         assert not os.path.exists(tmp_path / "d")
+        c.state_dict()  # not collective: nothing found here, so no refusal
+        assert len(asked) == 1

@@ -267,7 +267,8 @@ static int body_resume_order(int rank, const rngsnap_comm *c, void *arg)
     /* a resumed job saving before its load would overwrite it */
     EXPECT_RC(rngsnap_save_ranks(ctx, c, w->dir, RNGSNAP_SAVE_REPLACE),
               RNGSNAP_E_ORDER, ctx);
-    EXPECT_MSG(ctx, "has not loaded a checkpoint yet");
+    EXPECT_MSG(ctx, "has not loaded a checkpoint yet (call "
+                    "rngsnap_load_ranks first)");
     rngsnap_close(ctx);
     return bad;
 }
@@ -608,6 +609,42 @@ static void test_load_failures(void **state)
     assert_int_equal(thread_comm_run(3, body_resume, &w), 0);
     world_free(&w);
     world_free(&o);
+}
+
+/* Resumed where a backend has another number of devices (issue 16): every
+ * rank refuses with the counts in the admin's terms, as rngsnap_load
+ * does (the same matching), and nothing changes. */
+static void test_device_count_differs(void **state)
+{
+    (void)state;
+    const char *saved = rk_ini(scratch, "md2.ini",
+                               "[backend.multidev]\n"
+                               "plugin = rngsnap_multidev\n"
+                               "devices = 2\nstreams = a, b\n");
+    char ini2[1100], ini3[1100];
+    snprintf(ini2, sizeof ini2, "%s", saved);
+    snprintf(ini3, sizeof ini3, "%s",
+             rk_ini(scratch, "md3.ini", "[backend.multidev]\n"
+                    "plugin = rngsnap_multidev\ndevices = 3\n"
+                    "streams = a, b\n"));
+    char dir[600], id[33], f0[1100], want[4096];
+    snprintf(dir, sizeof dir, "%s/devices", scratch);
+    world w = {.ini = {ini2}, .dir = dir, .seed = 77};
+    assert_int_equal(thread_comm_run(2, body_save, &w), 0);
+    manifest_id(dir, id);
+    snprintf(f0, sizeof f0, "%s/rank-00000.%s.rngsnap", dir, id);
+    snprintf(want, sizeof want, "rank 0 of 2: %s: the checkpoint has 2 "
+             "multidev devices and this configuration 3 (from the driver: "
+             "test backend, 3 devices); nothing restored (configuration "
+             "%s). Resume where the same devices are present as where the "
+             "checkpoint was written; 'rngsnap inspect %s' shows what the "
+             "checkpoint holds", f0, ini3, f0);
+    w.ini[0] = ini3;
+    refused(&w, 2, RNGSNAP_E_MISMATCH, want, want);
+    /* the checkpoint itself is fine where the devices are the same */
+    w.ini[0] = ini2;
+    assert_int_equal(thread_comm_run(2, body_resume, &w), 0);
+    world_free(&w);
 }
 
 /* ---- another world size: refused, then forked --------------------------------- */
@@ -1363,6 +1400,7 @@ int main(void)
         cmocka_unit_test(test_comm_fails_after_commit),
         cmocka_unit_test(test_two_jobs_one_folder),
         cmocka_unit_test(test_load_failures),
+        cmocka_unit_test(test_device_count_differs),
         cmocka_unit_test(test_world_size_and_fork),
         cmocka_unit_test(test_forked_from),
         cmocka_unit_test(test_corrupt_manifest),

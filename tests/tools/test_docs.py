@@ -11,6 +11,9 @@
   against include/ with -Wall -Wextra -Werror, except a block preceded by
   the line `<!-- fragment -->` (an excerpt; the marker is explained in the
   plugin guide's introduction);
+- the plugin guide's `switch (dist)` example has the default: that
+  refuses a distribution with host->error and RNGSNAP_E_UNAVAILABLE, and
+  fails to build without it (rngsnap_dist grows);
 - RNGSNAP_HOST_HAS honours the host table's struct_size and a NULL member;
 - the plugin guide's thread contract names every function of the table;
 - the user guide's trace of rngsnap_state_ops calls is what the library
@@ -150,6 +153,39 @@ for page in ("docs/plugin-guide.md", "docs/user-guide.md"):
     check(compiled >= 1 if page.endswith("plugin-guide.md") else True,
           f"{page}: {compiled} of {len(blocks)} C blocks compiled")
 
+# rngsnap_dist grows: the guide's generate example switches on dist with a
+# default: that refuses through host->error with RNGSNAP_E_UNAVAILABLE, is
+# compiled above, and without its default: does not compile (-Wswitch
+# under -Wall -Werror), which is what a plugin author meets as the enum
+# grows.
+def without_default(code):
+    """code with the default: branch of its switch removed (up to the
+    brace that closes the switch, at the indentation of `default:`)."""
+    lines = code.split("\n")
+    for i, line in enumerate(lines):
+        if line.strip() == "default:":
+            ind = line[:len(line) - len(line.lstrip())]
+            for j in range(i + 1, len(lines)):
+                if lines[j] == ind + "}":
+                    return "\n".join(lines[:i] + lines[j:])
+    return None
+
+
+dist_blocks = [code for _, code, frag in c_blocks(read("docs", "plugin-guide.md"))
+               if not frag and "switch (dist)" in code]
+dist_ok = len(dist_blocks) == 1 and all(
+    w in dist_blocks[0] for w in ("default:", "host->error(",
+                                  "return RNGSNAP_E_UNAVAILABLE;"))
+check(dist_ok, "plugin-guide.md has one compiled switch (dist) example whose "
+      "default: refuses with host->error and RNGSNAP_E_UNAVAILABLE",
+      f"{len(dist_blocks)} block(s)")
+if dist_ok:
+    mutant = without_default(dist_blocks[0])
+    ok, err = compile_c(mutant) if mutant else (True, "no default: found")
+    check(not ok and "not handled in switch" in err,
+          "the guide's switch (dist) without its default: fails to build "
+          "with -Wall -Wextra -Werror", err[-2000:])
+
 # RNGSNAP_HOST_HAS: false for a member past struct_size (a core older than
 # the plugin's header) and for a NULL member; true otherwise.
 ok, out = compile_c(r"""
@@ -230,6 +266,28 @@ for bad_line, what in (("emulate_devices = 1\nemulate_device = 1\n",
               and msg and f"  {msg}\n" in plugin_guide,
               f"plugin-guide.md shows the real RNGSNAP_E_CONFIG message for {what}",
               f"rc={p.returncode} message: {msg!r}")
+
+# rng-ini.md's "A plugin that is not found" example is the real message
+# (paths replaced): a typo of the cuda plugin in the built plugin folder.
+with tempfile.TemporaryDirectory() as tmp:
+    ini = os.path.join(tmp, "rng.ini")
+    with open(ini, "w") as f:
+        f.write(f"[rngsnap]\nplugin_dir = {plugdir}\n[backend.cpu]\n"
+                "plugin = rngsnap_cpu\n\n\n\n\n[backend.cuda]\n"
+                "plugin = rngsnap_cdua\n")
+    p = subprocess.run([rngsnap, "-c", ini, "backends", "--json"],
+                       capture_output=True, text=True)
+    try:
+        msg = {b["name"]: b for b in json.loads(p.stdout)["backends"]}[
+            "cuda"]["reason"]
+    except (ValueError, KeyError):
+        msg = ""
+    for d in (plugdir, os.path.realpath(plugdir)):
+        msg = msg.replace(d, "/usr/lib/x86_64-linux-gnu/rngsnap-1")
+    msg = msg.replace(ini, "/etc/rngsnap/rng.ini")
+    check(p.returncode == 2 and msg and f"\n{msg}\n" in ini_doc,
+          "rng-ini.md shows the real message of a plugin typo",
+          f"rc={p.returncode} message: {msg!r}")
 
 print(f"{len(fails)} failure(s)")
 sys.exit(1 if fails else 0)

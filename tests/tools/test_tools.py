@@ -507,12 +507,15 @@ def t_backends_broken():
                    f"(mode 0666, owner {owner}) is writable by group and "
                    "others, who could change the code this process runs; "
                    f"fix: chmod go-w {so}")
+        elsewhere = ("; to search other folders, change plugin_dir in "
+                     f"[rngsnap] ({ini}:2) or set RNGSNAP_PLUGIN_PATH "
+                     "(folders separated by ':', searched instead)")
         missing = ("plugin 'rngsnap_nonesuch' for [backend.npu] "
                    f"({ini}:9) not found; tried (folders from plugin_dir): "
-                   f"{plugdir}/rngsnap_nonesuch.so")
+                   f"{plugdir}/rngsnap_nonesuch.so{elsewhere}")
         gone = ("plugin 'rngsnap_gone' for [backend.xpu] "
                 f"({ini}:11) not found; tried (folders from plugin_dir): "
-                f"{plugdir}/rngsnap_gone.so")
+                f"{plugdir}/rngsnap_gone.so{elsewhere}")
         rc, out, err = run("-c", ini, "backends")
         rows = {l.split()[0]: l.split() for l in out.splitlines()
                 if l.split() and l.split()[0] in ("cpu", "hpu", "npu", "xpu")
@@ -562,6 +565,34 @@ def t_backends_broken():
         check(rc == 0 and " emulated " in out and " skipped " in out,
               "fixed plugin mode and an optional missing plugin: exit 0",
               f"rc={rc}\n{out}{err}")
+        # A typo of the cuda plugin (issue 16): the file that is there,
+        # and where else to look, in the skip reason and the open error.
+        with open(ini, "w") as f:
+            f.write(f"[rngsnap]\nplugin_dir = {plugdir}\n"
+                    "[backend.cpu]\nplugin = rngsnap_cpu\n"
+                    "[backend.cuda]\nplugin = rngsnap_cdua\n"
+                    "required = false\n")
+        typo = ("plugin 'rngsnap_cdua' for [backend.cuda] "
+                f"({ini}:5) not found (did you mean 'rngsnap_cuda'?); tried "
+                f"(folders from plugin_dir): {plugdir}/rngsnap_cdua.so"
+                f"{elsewhere}")
+        rc, out, err = run("-c", ini, "backends")
+        check(rc == 0 and f"  reason:  {typo}\n" in out,
+              "backends: an optional backend with a plugin typo is skipped "
+              "with the near miss and where else to look", f"rc={rc}\n{out}")
+        with open(ini, "w") as f:
+            f.write(f"[rngsnap]\nplugin_dir = {plugdir}\n"
+                    "[backend.cpu]\nplugin = rngsnap_cpu\n"
+                    "[backend.cuda]\nplugin = rngsnap_cdua\n")
+        rc, out, err = run("-c", ini, "backends", "--json")
+        try:
+            d = {b["name"]: b for b in json.loads(out)["backends"]}
+            ok = rc == 2 and d["cuda"]["state"] == "broken" and \
+                d["cuda"]["reason"] == typo
+        except (ValueError, KeyError):
+            ok = False
+        check(ok, "backends --json: a required backend with a plugin typo "
+              "is broken, with the same reason", f"rc={rc}\n{out}")
 
 
 # ---- --json of inspect, verify and diff against the user guide -----------
