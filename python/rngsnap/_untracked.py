@@ -6,15 +6,16 @@ A generator counts as tracked when a register_generator() of an open
 context covers it, when ignore_generator() marked it, or when it is one
 of the process-wide generators that rngsnap.torch.track() owns (torch's
 default generators, NumPy's global RandomState, random's own instance)
-or that a library keeps for itself (tempfile's name generator).
+or that a library keeps for itself (the random.Random of each tempfile
+name sequence: tempfile's, multiprocessing's).
 
 The scan looks only for the types of modules already imported (it never
 imports torch or NumPy), walks gc.get_objects() and what each object
 refers to in one C pass (_rngsnap._find_instances: a torch.Generator is
 not tracked by the cycle collector, so it is found as a referent), and
 the frames of the running call stack.  Finding where an object lives
-costs more (one gc.get_referrers walk, for the dicts holding them), so it
-is done only for what is reported.
+costs more (gc.get_referrers walks), so it is done only for what is
+reported.
 """
 
 import gc
@@ -99,10 +100,16 @@ def library_generators():
     rnd = sys.modules.get("random")
     if rnd is not None:
         objs.append(getattr(rnd, "_inst", None))
-    tmp = sys.modules.get("tempfile")
-    seq = getattr(tmp, "_name_sequence", None)
-    objs.append(getattr(seq, "_rng", None))
     return {id(o): o for o in objs if o is not None}
+
+
+def _library_holders():
+    """Types whose instances hold a random.Random of a library's own (not
+    data): tempfile's name sequences (tempfile's, multiprocessing's
+    SemLock._rand).  The scan finds them with the generators."""
+    tmp = sys.modules.get("tempfile")
+    seq = getattr(tmp, "_RandomNameSequence", None)
+    return (seq,) if isinstance(seq, type) else ()
 
 
 def _label(obj):
@@ -168,11 +175,15 @@ def scan(tracked):
     in_gc, held = target_types()
     if not in_gc and not held:
         return []
+    libs = _library_holders()
     objects = gc.get_objects()
-    pairs = _rngsnap._find_instances(objects, in_gc, held)
+    pairs = _rngsnap._find_instances(objects, in_gc + libs, held)
     del objects
     pairs += _frame_pairs(set(in_gc + held))
     skip = set(tracked) | set(library_generators())
+    for obj, _ in pairs:
+        if type(obj) in libs:
+            skip |= {id(obj), id(getattr(obj, "_rng", None))}
     objs, holders = {}, {}
     for obj, holder in pairs:
         if id(obj) not in skip:
@@ -386,9 +397,12 @@ _schedule = _Schedule()
 def _tracked_everywhere():
     ids = set()
     for c in list(_contexts):
-        if not c.closed:
-            ids |= c._generators.covered()
-            ids |= set(c._watch.ignored)
+        if c.closed:  # let go of what it kept for the report
+            c._watch.ignored.clear()
+            c._generators.clear()
+            continue
+        ids |= c._generators.covered()
+        ids |= set(c._watch.ignored)
     return ids
 
 

@@ -309,6 +309,7 @@ def untracked_scan(n_objects, work=None):
     row('ctx.save, untracked="warn", next saves', save,
         note="  (no scan until %dx the scan's time has passed)"
         % rngsnap._untracked.RESCAN_FACTOR)
+    row('ctx.save_bytes(), untracked="warn", next', ctx.save_bytes)
 
     def torch_save():
         torch.save({"random_state": random.getstate(),

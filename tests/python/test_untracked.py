@@ -87,6 +87,8 @@ def test_process_wide_generators_are_not_reported(tmp_path):
         import numpy as np, torch
         import rngsnap
         tempfile.mkstemp()  # tempfile's own random.Random
+        import multiprocessing
+        lock = multiprocessing.Lock()  # SemLock._rand, another sequence
         np.random.random(); random.random(); torch.rand(1)
         ctx = rngsnap.Context(untracked="error")
         ctx.seed_all(1)
@@ -183,6 +185,21 @@ def test_tracked_by_any_open_context(ctx):
     assert _report_of(ctx, g) is None  # in other's checkpoints
     other.close()
     assert _report_of(ctx, g) is not None
+
+
+def test_a_closed_context_lets_go():
+    """What a closed context registered or ignored is neither tracked nor
+    kept alive by it."""
+    import weakref
+    c = rngsnap.Context(untracked="ignore")
+    r1, r2 = random.Random(1), random.Random(2)
+    c.register_generator("r", r1)
+    c.ignore_generator(r2)
+    refs = weakref.ref(r1), weakref.ref(r2)
+    del r1, r2
+    c.close()
+    c.untracked_generators()  # a scan: it lets go of them
+    assert refs[0]() is None and refs[1]() is None
 
 
 def test_modes_checked(ctx):
