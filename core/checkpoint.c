@@ -1,6 +1,7 @@
 /*
  * checkpoint.c - rngsnap_save, rngsnap_load, their in-memory forms
- * (rngsnap_save_mem, rngsnap_load_mem) and rngsnap_register_state.
+ * (rngsnap_save_mem, rngsnap_load_mem), rngsnap_register_state and
+ * rngsnap_unregister_state.
  *
  * Save and load walk the one registry (ctx->streams) and the one list of
  * app states (ctx->apps): a backend cannot be saved and not restored.
@@ -90,14 +91,62 @@ static int register_state_locked(struct rngsnap *ctx, const char *name,
     return RNGSNAP_OK;
 }
 
+/* A callback runs with ctx->lock held: taking it again would deadlock. */
+static int in_callback(struct rngsnap *ctx, rs_word_id call,
+                       const char *name)
+{
+    if (!rs_ctx_held_here(ctx))
+        return RNGSNAP_OK;
+    return rs_error(ctx, RNGSNAP_E_INVALID, "%s %s: called from a save or "
+                    "load callback of the same context (it is locked "
+                    "while they run)", rs_word(ctx, call),
+                    name ? name : "(null)");
+}
+
 RNGSNAP_API int rngsnap_register_state(rngsnap *ctx, const char *name,
                                        const rngsnap_state_ops *ops,
                                        void *user)
 {
     if (!ctx)
         return RNGSNAP_E_INVALID;
+    int rc = in_callback(ctx, RS_W_REGISTER_STATE, name);
+    if (rc)
+        return rc;
     rs_ctx_lock(ctx);
-    int rc = register_state_locked(ctx, name, ops, user);
+    rc = register_state_locked(ctx, name, ops, user);
+    rs_ctx_unlock(ctx);
+    return rc;
+}
+
+static int unregister_state_locked(struct rngsnap *ctx, const char *name)
+{
+    for (size_t i = 0; i < ctx->napps; i++) {
+        if (strcmp(ctx->apps[i].name, name) != 0)
+            continue;
+        free(ctx->apps[i].name);
+        /* Keep the others in registration order: save writes them so. */
+        memmove(&ctx->apps[i], &ctx->apps[i + 1],
+                (ctx->napps - i - 1) * sizeof ctx->apps[0]);
+        ctx->napps--;
+        return RNGSNAP_OK;
+    }
+    return rs_error(ctx, RNGSNAP_E_INVALID, "%s: no app state %s is "
+                    "registered", rs_word(ctx, RS_W_UNREGISTER_STATE), name);
+}
+
+RNGSNAP_API int rngsnap_unregister_state(rngsnap *ctx, const char *name)
+{
+    if (!ctx)
+        return rs_error(NULL, RNGSNAP_E_INVALID,
+                        "rngsnap_unregister_state: ctx is NULL");
+    if (!name)
+        return rs_error(ctx, RNGSNAP_E_INVALID, "%s: name is NULL",
+                        rs_word(ctx, RS_W_UNREGISTER_STATE));
+    int rc = in_callback(ctx, RS_W_UNREGISTER_STATE, name);
+    if (rc)
+        return rc;
+    rs_ctx_lock(ctx);
+    rc = unregister_state_locked(ctx, name);
     rs_ctx_unlock(ctx);
     return rc;
 }

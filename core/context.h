@@ -79,6 +79,10 @@ typedef struct rs_app_state {
 struct rngsnap {
     uint64_t id;         /* unique per process: keys each thread's message */
     pthread_mutex_t lock;
+    /* Which thread holds `lock` (an address unique to it, core/lock.c; 0:
+     * none): a call from a save/load callback, which runs with the lock
+     * held, is refused instead of deadlocking. */
+    atomic_uintptr_t holder;
     int usable;          /* every required backend has a device          */
     char *ini_path;      /* absolute                                    */
     unsigned flags;      /* rngsnap_open flags                          */

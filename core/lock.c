@@ -20,14 +20,28 @@ void rs_stream_lock_wait(struct rngsnap_stream *s)
     }
 }
 
+/* One byte per thread: its address names the thread in ctx->holder. */
+static _Thread_local char rs_this_thread;
+
 void rs_ctx_lock(struct rngsnap *ctx)
 {
     pthread_mutex_lock(&ctx->lock);
+    atomic_store_explicit(&ctx->holder, (uintptr_t)&rs_this_thread,
+                          memory_order_relaxed);
 }
 
 void rs_ctx_unlock(struct rngsnap *ctx)
 {
+    atomic_store_explicit(&ctx->holder, 0, memory_order_relaxed);
     pthread_mutex_unlock(&ctx->lock);
+}
+
+/* Only this thread stores its own address, and it clears it before
+ * unlocking: another thread's value never equals ours. */
+int rs_ctx_held_here(struct rngsnap *ctx)
+{
+    return atomic_load_explicit(&ctx->holder, memory_order_relaxed)
+           == (uintptr_t)&rs_this_thread;
 }
 
 void rs_streams_lock_all(struct rngsnap *ctx)

@@ -34,6 +34,9 @@ static inline void rs_stream_unlock(struct rngsnap_stream *s)
 /* ctx->lock, then every stream's lock in registry order. */
 void rs_ctx_lock(struct rngsnap *ctx);
 void rs_ctx_unlock(struct rngsnap *ctx);
+/* Does the calling thread hold ctx->lock?  (It does while a save or load
+ * runs its callbacks.) */
+int rs_ctx_held_here(struct rngsnap *ctx);
 void rs_streams_lock_all(struct rngsnap *ctx);
 void rs_streams_unlock_all(struct rngsnap *ctx);
 

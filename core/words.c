@@ -25,6 +25,8 @@ static const char *const rs_words[RS_W_COUNT][RS_LANG_COUNT] = {
     [RS_W_GENERATE_AT]    = {"rngsnap_generate_at", "k.generate()"},
     [RS_W_REGISTER_STATE] = {"rngsnap_register_state",
                              "ctx.register_state()"},
+    [RS_W_UNREGISTER_STATE] = {"rngsnap_unregister_state",
+                               "ctx.unregister_state()"},
     [RS_W_SAVE_REPLACE]   = {"RNGSNAP_SAVE_REPLACE", "replace=True"},
     [RS_W_LOAD]           = {"rngsnap_load", "ctx.load()"},
     [RS_W_LOAD_RANKS]     = {"rngsnap_load_ranks", "ctx.load_ranks()"},

@@ -34,6 +34,7 @@ typedef enum rs_word_id {
     RS_W_DERIVE,
     RS_W_GENERATE_AT,    /* a keyed stream's draw               */
     RS_W_REGISTER_STATE,
+    RS_W_UNREGISTER_STATE,
     RS_W_SAVE_REPLACE,   /* the save flag that replaces a file  */
     RS_W_LOAD,
     RS_W_LOAD_RANKS,

@@ -20,12 +20,12 @@
  *    call is whole, and the words they get together are exactly the
  *    stream's next words, in the order the calls took the lock;
  *  - rngsnap_seed_all, rngsnap_save, rngsnap_load (and their _mem
- *    forms), rngsnap_register_state and rngsnap_set_rank are serialised
- *    with each other; save, load and seed_all hold every stream's lock
- *    while they read or set states, so a save while other threads draw
- *    records every stream at a position reached by whole calls, and a
- *    draw never sees half a load (its file I/O runs with the streams
- *    unlocked);
+ *    forms), rngsnap_register_state, rngsnap_unregister_state and
+ *    rngsnap_set_rank are serialised with each other; save, load and
+ *    seed_all hold every stream's lock while they read or set states, so
+ *    a save while other threads draw records every stream at a position
+ *    reached by whole calls, and a draw never sees half a load (its file
+ *    I/O runs with the streams unlocked);
  *  - rngsnap_errmsg(ctx) gives the CALLING thread's last message on ctx
  *    (each thread keeps its messages of the 8 contexts it failed on most
  *    recently);
@@ -228,6 +228,14 @@ RNGSNAP_API void rngsnap_free(void *data);
 RNGSNAP_API int rngsnap_register_state(rngsnap *ctx, const char *name,
                                        const rngsnap_state_ops *ops,
                                        void *user);
+/* Remove the app state registered under name: later saves leave it out
+ * and later loads no longer require it (a checkpoint holding it is then
+ * RNGSNAP_E_MISMATCH, as for any section without a live entry).  The
+ * library no longer calls its callbacks once this returns, so user may
+ * be freed.  An unknown name is RNGSNAP_E_INVALID.  Neither this nor
+ * rngsnap_register_state may be called from a callback of the same
+ * context (RNGSNAP_E_INVALID: the context is locked while they run). */
+RNGSNAP_API int rngsnap_unregister_state(rngsnap *ctx, const char *name);
 
 /* ---- multi-rank checkpoints (a folder; docs/format.md) ----------------- */
 

@@ -22,6 +22,13 @@ See docs/python.md.  The rules this package keeps:
   SystemExit in one is raised as itself.  save() is called once per C
   size/save pair (its bytes are kept between the two); a load calls it
   too, for the size hint and for the backup it rolls back to.
+- register_generator(name, gen) saves a generator the job owns (torch,
+  NumPy, random) as an app state in a versioned, pickle-free encoding;
+  unregister_state(name) removes any app state.  Every save method first
+  reports the generators of the process that no open context tracks
+  (UntrackedGeneratorWarning, or UntrackedGeneratorError under
+  Context(untracked="error")); every load method first refuses a load of
+  a resumed context after a registered generator was drawn (OrderError).
 - Draws, save, load and the multi-rank calls release the GIL; callables
   and collectives take it back.  A Stream keeps its Context alive; after
   close() every call on either raises Error.  A KeyedStream (s.derive)
@@ -40,6 +47,10 @@ from ._rngsnap import (  # noqa: E402,F401
     ExistsError, InvalidError, IOFailedError, KeyedStream, MismatchError,
     NoMemoryError, OrderError, PluginError, Stream, UnavailableError,
     dist_size)
+
+from . import _generators, _hooks, _untracked  # noqa: E402
+from ._untracked import (  # noqa: E402,F401
+    UntrackedGeneratorError, UntrackedGeneratorWarning)
 
 __version__ = _rngsnap.version
 
@@ -89,13 +100,18 @@ _ORIGINS = {"RNGSNAP_CONFIG": "set by RNGSNAP_CONFIG",
 
 
 class Context(_rngsnap.Context):
-    """Context(config=None, resume=False): one rngsnap context.
+    """Context(config=None, resume=False, untracked="warn"): one rngsnap
+    context.
 
     config None: see find_config().  resume=True: draws raise OrderError
-    until load() succeeds, and seed_all after it.  A context manager;
-    close() ends it, after which it and its streams raise Error."""
+    until load() succeeds, and seed_all after it.  untracked: what a save
+    does about generators in no checkpoint ("warn", "error", "ignore"; see
+    the untracked attribute).  A context manager; close() ends it, after
+    which it and its streams raise Error."""
 
-    def __init__(self, config=None, resume=False):
+    def __init__(self, config=None, resume=False, untracked="warn"):
+        self._generators = _generators.Registry(self)
+        self._watch = _untracked.Watch(self, untracked)
         if config is not None:
             super().__init__(config, resume)
             return
@@ -266,6 +282,75 @@ class Context(_rngsnap.Context):
         size (a deterministic fork, docs/user-guide.md)."""
         comm = _TorchComm(group)
         self._load_ranks(dir, comm, comm.rank, comm.size, fork)
+
+    # ---- generators the job owns, and the checks of every save and load
+    # (docs/python.md: "register_generator", "Untracked generators";
+    # _hooks.install puts _before_save/_before_load/_after_load in front
+    # of each save and load method, below the class).
+
+    def register_generator(self, name, gen):
+        """Save and restore gen, a generator the job owns, as the app
+        state name, in a versioned, pickle-free encoding: a torch.Generator
+        (any device), a numpy.random Generator, bit generator (PCG64,
+        PCG64DXSM, MT19937, Philox, SFC64) or RandomState, a random.Random.
+        Another type is TypeError.  A checkpoint holding another kind of
+        generator under name is MismatchError.  In a context opened with
+        resume=True, a load refuses with OrderError, changing nothing, if
+        gen was drawn from between this call and the load.  Returns gen."""
+        self._generators.register(name, gen)
+        return gen
+
+    def unregister_state(self, name):
+        """Remove the app state name (register_state's or
+        register_generator's): later saves leave it out, later loads no
+        longer require it."""
+        super().unregister_state(name)
+        self._generators.forget(name)
+
+    def ignore_generator(self, gen):
+        """Mark gen as deliberately in no checkpoint: the untracked
+        report leaves it out.  Returns gen.  The context keeps it alive."""
+        return self._watch.ignore(gen)
+
+    def untracked_generators(self):
+        """Scan now: the generators of the process that no open context
+        tracks, each with .label, .places (where it lives) and .obj."""
+        return self._watch.scan()
+
+    @property
+    def untracked(self):
+        """What a save does about generators in no checkpoint: "warn"
+        (default: an UntrackedGeneratorWarning; the process's first save
+        scans, a later one once 100 times the last scan's time has passed),
+        "error" (every save scans; UntrackedGeneratorError, nothing
+        written) or "ignore" (no scan)."""
+        return self._watch.mode
+
+    @untracked.setter
+    def untracked(self, mode):
+        self._watch.mode = _untracked.check_mode(mode)
+
+    def _before_save(self, method, args, kw):
+        # save_ranks(dir, group) and state_dict(gather=True, group) are
+        # collective: under "error" every rank refuses together.
+        collective = None
+        if method == "save_ranks" or (method == "state_dict" and kw.get(
+                "gather", args[0] if args else False)):
+            group = kw.get("group", args[1] if len(args) > 1 else None)
+            collective = (lambda flag: _generators.ranks_flagged(flag,
+                                                                   group))
+        self._watch.before_save(method, collective)
+
+    def _before_load(self, method, args, kw):
+        _generators.check_order(self._generators.drawn(), method, args, kw,
+                                "ctx.register_generator()",
+                                "registered generators")
+
+    def _after_load(self):
+        self._generators.loaded()
+
+
+_hooks.install(Context)
 
 
 class _TorchComm:

@@ -11,18 +11,25 @@ take (a newer version, a generator of another size).
 
 import struct
 
-from . import CorruptError, MismatchError, OrderError
+from . import CorruptError, InvalidError, MismatchError, OrderError
 
 # Header: magic (4 bytes), version (u8), three reserved bytes (zero).
 _HEAD = struct.Struct("<4sB3s")
 _ZERO3 = b"\0\0\0"
+HEAD_SIZE = _HEAD.size
+
+
+def head(magic, version=1):
+    """The 8-byte header of an encoding."""
+    return _HEAD.pack(magic, version, _ZERO3)
 
 
 # The C codes of the classes raised here (rngsnap.h), for .code/.name
 # as the extension sets them on the errors it raises.
 _CODES = {CorruptError: (6, "RNGSNAP_E_CORRUPT"),
           MismatchError: (7, "RNGSNAP_E_MISMATCH"),
-          OrderError: (8, "RNGSNAP_E_ORDER")}
+          OrderError: (8, "RNGSNAP_E_ORDER"),
+          InvalidError: (9, "RNGSNAP_E_INVALID")}
 
 
 def error(cls, message):
@@ -30,12 +37,25 @@ def error(cls, message):
     as raised by rngsnap's Python layer (rngsnap.torch re-raises it from a
     failed load instead of the core's BackendError)."""
     e = cls(message)
-    e.code, e.name = _CODES[cls]
+    # A subclass of ours (UntrackedGeneratorError) takes its base's code.
+    e.code, e.name = next(v for k, v in _CODES.items() if issubclass(cls, k))
     e.rngsnap_python = True
     return e
 
 
-def _check_head(name, data, magic, versions):
+def raised_by_python(e):
+    """The error to raise for e, an rngsnap.Error of the core whose cause
+    is an error of ours raised in a callable (a malformed state, a kind
+    mismatch): the cause's class, its text first, then the core's in
+    parentheses, less its copy of the cause's text; else None."""
+    c = e.__cause__
+    if not getattr(c, "rngsnap_python", False):
+        return None
+    core = str(e).split("; the callable raised ")[0]
+    return error(type(c), "%s\n(%s)" % (c, core))
+
+
+def check_head(name, data, magic, versions):
     if not isinstance(data, (bytes, bytearray, memoryview)):
         raise error(CorruptError, "%s: state is %s, not bytes"
                     % (name, type(data).__name__))
@@ -66,11 +86,11 @@ _TORCH_LEN = struct.Struct("<I")
 
 def encode_torch(raw):
     raw = bytes(raw)
-    return _HEAD.pack(TORCH_MAGIC, 1, _ZERO3) + _TORCH_LEN.pack(len(raw)) + raw
+    return head(TORCH_MAGIC) + _TORCH_LEN.pack(len(raw)) + raw
 
 
 def decode_torch(name, data, expect_len):
-    data = _check_head(name, data, TORCH_MAGIC, (1,))
+    data = check_head(name, data, TORCH_MAGIC, (1,))
     off = _HEAD.size
     if len(data) < off + _TORCH_LEN.size:
         raise error(CorruptError, "%s: state truncated before its length"
@@ -99,12 +119,12 @@ def encode_numpy(state):
     if kind != "MT19937" or len(key) != 624:
         raise error(MismatchError, "numpy.global: generator %r with %d key "
                     "words, rngsnap encodes MT19937 with 624" % (kind, len(key)))
-    return _HEAD.pack(NUMPY_MAGIC, 1, _ZERO3) + _NP_BODY.pack(
+    return head(NUMPY_MAGIC) + _NP_BODY.pack(
         *[int(k) for k in key], int(pos), int(has_gauss), float(gauss))
 
 
 def decode_numpy(name, data):
-    data = _check_head(name, data, NUMPY_MAGIC, (1,))
+    data = check_head(name, data, NUMPY_MAGIC, (1,))
     want = _HEAD.size + _NP_BODY.size
     if len(data) != want:
         raise error(CorruptError, "%s: state is %d bytes, version 1 is %d"
@@ -127,24 +147,24 @@ PYTHON_MAGIC = b"RSPY"
 _PY_BODY = struct.Struct("<625II d")
 
 
-def encode_python(state):
+PY_BODY_SIZE = _PY_BODY.size
+
+
+def python_body(state, name="python.random"):
+    """The body of a random.getstate() tuple (also the payload of a
+    registered random.Random, rngsnap/_genstate.py)."""
     version, words, gauss_next = state
     if version != 3 or len(words) != 625:
-        raise error(MismatchError, "python.random: state version %r with %d "
-                    "words, rngsnap encodes version 3 with 625"
-                    % (version, len(words)))
+        raise error(MismatchError, "%s: state version %r with %d words, "
+                    "rngsnap encodes version 3 with 625"
+                    % (name, version, len(words)))
     has = gauss_next is not None
-    return _HEAD.pack(PYTHON_MAGIC, 1, _ZERO3) + _PY_BODY.pack(
-        *words, int(has), float(gauss_next) if has else 0.0)
+    return _PY_BODY.pack(*words, int(has), float(gauss_next) if has else 0.0)
 
 
-def decode_python(name, data):
-    data = _check_head(name, data, PYTHON_MAGIC, (1,))
-    want = _HEAD.size + _PY_BODY.size
-    if len(data) != want:
-        raise error(CorruptError, "%s: state is %d bytes, version 1 is %d"
-                    % (name, len(data), want))
-    v = _PY_BODY.unpack_from(data, _HEAD.size)
+def python_state(name, data, offset=0):
+    """The random.setstate() tuple of the body at data[offset:], checked."""
+    v = _PY_BODY.unpack_from(data, offset)
     words, has, gauss = v[:625], v[625], v[626]
     if words[624] > 624 or has > 1:
         raise error(CorruptError, "%s: position %d (at most 624) or has_gauss "
@@ -153,3 +173,16 @@ def decode_python(name, data):
         raise error(CorruptError, "%s: gauss_next set without has_gauss"
                     % name)
     return (3, tuple(words), gauss if has else None)
+
+
+def encode_python(state):
+    return head(PYTHON_MAGIC) + python_body(state)
+
+
+def decode_python(name, data):
+    data = check_head(name, data, PYTHON_MAGIC, (1,))
+    want = _HEAD.size + _PY_BODY.size
+    if len(data) != want:
+        raise error(CorruptError, "%s: state is %d bytes, version 1 is %d"
+                    % (name, len(data), want))
+    return python_state(name, data, _HEAD.size)

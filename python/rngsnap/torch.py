@@ -28,9 +28,11 @@ import weakref
 import numpy as _np
 import torch as _torch
 
-from . import Error, MismatchError, OrderError
+from . import Error, MismatchError
 from . import _encoding as _enc
 from . import _fingerprint as _fp
+from ._encoding import raised_by_python
+from ._generators import awaiting_load as _awaiting_load, check_order
 # Mid-epoch resume with a standard DataLoader (_sampler.py).
 from ._sampler import (DistributedResumableSampler, KeyedDataset,  # noqa
                        ResumableSampler, SampleKey, seed_words as _seed_words)
@@ -215,29 +217,9 @@ class Tracker:
         return [g.name for g in self.generators
                 if g.read() != self._at_track[g.name]]
 
-    def _order_error(self, drawn, where=""):
-        return _enc.error(OrderError, (
-            "load refused, nothing restored%s: generator%s %s changed "
-            "between rngsnap.torch.track() and load() (something drew from "
-            "%s before the restore, e.g. a DataLoader iterator created or a "
-            "batch fetched; load first, then draw)") % (
-                where, "s" if len(drawn) > 1 else "", ", ".join(drawn),
-                "them" if len(drawn) > 1 else "it"))
-
     def _check_order(self, method, args, kw):
-        drawn = self._drawn()
-        if method == "load_ranks":
-            group = kw.get("group", args[1] if len(args) > 1 else None)
-            ranks = _ranks_that_drew(bool(drawn), group)
-            if ranks and not drawn:
-                raise _enc.error(OrderError, (
-                    "load_ranks refused on every rank, nothing restored: "
-                    "rank%s %s drew from tracked generators between "
-                    "rngsnap.torch.track() and load_ranks()") % (
-                        "s" if len(ranks) > 1 else "",
-                        ", ".join(map(str, ranks))))
-        if drawn:
-            raise self._order_error(drawn)
+        check_order(self._drawn(), method, args, kw,
+                    "rngsnap.torch.track()", "tracked generators")
 
     def _wrap(self, method):
         """ctx.load / load_bytes / load_ranks, checked first: a refusal
@@ -253,12 +235,11 @@ class Tracker:
             try:
                 result = call(self._ctx(), *args, **kw)
             except Error as e:
-                c = e.__cause__
-                if getattr(c, "rngsnap_python", False):
-                    # Our own refusal first; the core's context after it,
-                    # less its copy of that refusal.
-                    core = str(e).split("; the callable raised ")[0]
-                    raise _enc.error(type(c), "%s\n(%s)" % (c, core)) from e
+                if getattr(e, "rngsnap_python", False):
+                    raise  # the context's own load raised it as itself
+                own = raised_by_python(e)
+                if own is not None:
+                    raise own from e
                 if isinstance(e, MismatchError) and "app state torch." in str(e):
                     raise _enc.error(MismatchError, str(e) + self._hint()) \
                         from None
@@ -294,32 +275,6 @@ class Tracker:
             raise _enc.error(MismatchError, text + "\n(fingerprint=\"strict\""
                              ": nothing restored)")
         warnings.warn(text, RuntimeWarning, stacklevel=2)
-
-
-def _awaiting_load(ctx):
-    """Is ctx opened with resume=True and still without a load?  Asked of
-    the core's own resume gate: a draw of 0 values, refused with
-    OrderError then, draws nothing (and takes no lock) otherwise."""
-    for s in ctx.streams():
-        try:
-            s.generate("u32", 0)
-        except OrderError:
-            return True
-        return False
-    return False
-
-
-def _ranks_that_drew(drawn, group):
-    """load_ranks is collective: every rank must refuse together, or the
-    others would wait in the load for ever.  Every rank calls this (one
-    all_reduce over group) and gets the ranks whose generators moved."""
-    import torch.distributed as dist
-    if not (dist.is_available() and dist.is_initialized()):
-        return [0] if drawn else []
-    flags = _torch.zeros(dist.get_world_size(group), dtype=_torch.int32)
-    flags[dist.get_rank(group)] = int(drawn)
-    dist.all_reduce(flags, group=group)
-    return [r for r in range(len(flags)) if flags[r]]
 
 
 def track(ctx, fingerprint="warn", resume=None):

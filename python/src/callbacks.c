@@ -9,6 +9,8 @@
  * callback return nonzero (the C load then rolls back) and is kept as the
  * context's pending exception, re-raised as the Error's __cause__ (a
  * KeyboardInterrupt or SystemExit as itself: errors.c).
+ * unregister_state removes a state from the core, then frees its
+ * callables.
  */
 #include "rngsnap_py.h"
 
@@ -46,7 +48,32 @@ void rsp_app_free(rsp_app *a)
     Py_XDECREF(a->save);
     Py_XDECREF(a->load);
     Py_XDECREF(a->cached);
+    PyMem_Free(a->name);
     PyMem_Free(a);
+}
+
+PyObject *rsp_unregister_state(rsp_context *c, PyObject *args)
+{
+    const char *name;
+    if (!PyArg_ParseTuple(args, "s:unregister_state", &name))
+        return NULL;
+    rngsnap *ctx = rsp_ctx_get(c);
+    if (!ctx)
+        return NULL;
+    int rc;
+    RSP_WITHOUT_GIL(c, rc = rngsnap_unregister_state(ctx, name));
+    if (rc)
+        return rsp_raise(c, rc);
+    /* The core no longer calls them (it removed the state under its
+     * lock): let the callables go. */
+    for (rsp_app **p = &c->apps; *p; p = &(*p)->next)
+        if (strcmp((*p)->name, name) == 0) {
+            rsp_app *a = *p;
+            *p = a->next;
+            rsp_app_free(a);
+            break;
+        }
+    Py_RETURN_NONE;
 }
 
 /* Call a->save(); new reference to bytes, or NULL with the error kept. */

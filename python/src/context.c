@@ -304,6 +304,13 @@ static PyObject *ctx_register_state(rsp_context *self, PyObject *args,
     if (!a)
         return PyErr_NoMemory();
     a->owner = self;
+    size_t nlen = strlen(name) + 1;
+    a->name = PyMem_Malloc(nlen);
+    if (!a->name) {
+        rsp_app_free(a);
+        return PyErr_NoMemory();
+    }
+    memcpy(a->name, name, nlen);
     a->save = Py_NewRef(save);
     a->load = Py_NewRef(load);
     int rc;
@@ -411,6 +418,9 @@ static PyMethodDef ctx_methods[] = {
     {"register_state", (PyCFunction)(void (*)(void))ctx_register_state,
      METH_VARARGS | METH_KEYWORDS,
      "register_state(name, *, save, load): save() -> bytes, load(bytes)."},
+    {"unregister_state", (PyCFunction)rsp_unregister_state, METH_VARARGS,
+     "unregister_state(name): remove an app state (register_state's or "
+     "register_generator's) from later saves and loads."},
     {"stream", (PyCFunction)(void (*)(void))ctx_stream,
      METH_VARARGS | METH_KEYWORDS,
      "stream(backend, device=0, name='default') -> Stream"},

@@ -37,6 +37,9 @@ static PyObject *mod_dist_size(PyObject *self, PyObject *name)
 static PyMethodDef mod_methods[] = {
     {"dist_size", mod_dist_size, METH_O,
      "dist_size(dist) -> bytes of one value"},
+    {"_find_instances", rsp_find_instances, METH_VARARGS,
+     "_find_instances(objects, types, held_types) -> [(found, holder)] "
+     "(scan.c)"},
     {NULL, NULL, 0, NULL},
 };
 

@@ -18,6 +18,7 @@
  * GIL, so two threads may register at once (no realloc to race on). */
 typedef struct rsp_app {
     struct rsp_context *owner; /* borrowed: the context owns this        */
+    char *name;                /* as registered (unregister_state finds it) */
     PyObject *save, *load;     /* callables                              */
     PyObject *cached;          /* bytes from the last size() call, if any */
     struct rsp_app *next;
@@ -95,6 +96,11 @@ extern const rngsnap_state_ops rsp_state_ops;
 void rsp_keep_pending(rsp_context *c);
 void rsp_drop_pending(rsp_context *c);
 void rsp_app_free(rsp_app *a);
+/* Context.unregister_state(name) */
+PyObject *rsp_unregister_state(rsp_context *c, PyObject *args);
+
+/* scan.c: _rngsnap._find_instances (the untracked generator report) */
+PyObject *rsp_find_instances(PyObject *self, PyObject *args);
 
 /* comm.c: Context._save_ranks/_load_ranks (multi-rank) */
 PyObject *rsp_save_ranks(rsp_context *c, PyObject *args, PyObject *kw);

@@ -8,7 +8,11 @@ save_bytes/load_bytes next to torch.save/torch.load into io.BytesIO.
 Figures only, no thresholds (docs/performance.md, "Python").
 
     PYTHONPATH=python:build/python python3 tests/bench/bench_python.py \
-        [--quick] [--dir DIR]
+        [--quick] [--dir DIR] [--objects N]
+
+Then the untracked-generator scan that a save runs (docs/python.md,
+"Untracked generators") in a process holding N more Python objects
+(default 1000000), next to torch.save of the same states into io.BytesIO.
 
 A flip is byte i XOR 0xff.  Before each load the live generators are set
 to a baseline B different from the saved states S; after it:
@@ -192,6 +196,9 @@ def main():
     ap.add_argument("--dir", default=None,
                     help="where the files go (default: the temp folder; "
                     "/dev/shm shows the cost without the disk's fsync)")
+    ap.add_argument("--objects", type=int, default=None,
+                    help="Python objects for the untracked-generator scan "
+                    "(default 1000000; --quick: 200000)")
     args = ap.parse_args()
     n, step = (5, 16) if args.quick else (50, 1)
     torch.set_num_threads(1)
@@ -240,6 +247,81 @@ def main():
           "times are medians of %d; flips of every %s)" % (
               len(ways[0].ctx.streams()), n,
               "16th byte" if step > 1 else "byte"))
+    untracked_scan(args.objects or (200_000 if args.quick else 1_000_000),
+                   work=args.dir)
+
+
+class _Obj:
+    """A heap object like a job's: a few attributes, one a container."""
+
+    def __init__(self, i):
+        self.i, self.items = i, [i]
+
+
+def untracked_scan(n_objects, work=None):
+    """The untracked-generator report (docs/python.md, "Untracked
+    generators") in a process holding about n_objects more Python objects
+    that the cycle collector tracks, next to torch.save of the same
+    generator states into io.BytesIO.  Wall and CPU time (the process's,
+    which a busy machine inflates less), medians."""
+    import gc
+    import io
+    heap = [_Obj(i) for i in range(n_objects // 2)]  # an _Obj and its list
+    loader_gen = torch.Generator().manual_seed(1)
+    noise = np.random.default_rng(2)
+    heap[len(heap) // 2].gen = loader_gen  # somewhere in the heap
+    heap.append([noise])
+    ctx = rngsnap.Context(untracked="ignore")
+    ctx.seed_all(1)
+    rngsnap.torch.track(ctx, fingerprint="off")
+    ctx.register_generator("loader", loader_gen)
+    ctx.register_generator("noise", noise)
+    folder = tempfile.mkdtemp(prefix="bench_scan.", dir=work)
+    path = os.path.join(folder, "ck")
+    print("untracked-generator scan: %d objects tracked by gc "
+          "(wall / CPU us, medians of 5)" % len(gc.get_objects()))
+
+    def row(what, fn, n=5, note=""):
+        wall, cpu = [], []
+        for _ in range(n):
+            t, c = time.perf_counter(), time.process_time()
+            fn()
+            wall.append(time.perf_counter() - t)
+            cpu.append(time.process_time() - c)
+        print("  %-42s %9.0f %9.0f%s" % (what, statistics.median(wall) * 1e6,
+                                         statistics.median(cpu) * 1e6, note))
+    row("scan, nothing untracked", ctx.untracked_generators)
+    stray = torch.Generator()
+    heap[len(heap) // 3].stray = stray
+    assert len(ctx.untracked_generators()) == 1
+    row("scan + where it lives, 1 untracked", ctx.untracked_generators)
+    ctx.ignore_generator(stray)
+
+    def save():
+        ctx.save(path, replace=True)
+    row('ctx.save, untracked="ignore"', save)
+    ctx.untracked = "error"
+    row('ctx.save, untracked="error"', save, note="  (every save scans)")
+    ctx.untracked = "warn"
+    rngsnap._untracked._schedule.last_end = None  # as in a new process
+    row('ctx.save, untracked="warn", first save', save, n=1,
+        note="  (scans)")
+    row('ctx.save, untracked="warn", next saves', save,
+        note="  (no scan until %dx the scan's time has passed)"
+        % rngsnap._untracked.RESCAN_FACTOR)
+    row('ctx.save_bytes(), untracked="warn", next', ctx.save_bytes)
+
+    def torch_save():
+        torch.save({"random_state": random.getstate(),
+                    "numpy_random_seed": np.random.get_state(),
+                    "torch_manual_seed": torch.get_rng_state(),
+                    "loader": loader_gen.get_state(),
+                    "noise": noise.bit_generator.state}, io.BytesIO())
+    row("torch.save of the same states, io.BytesIO", torch_save)
+    ctx.close()
+    os.remove(path)
+    os.rmdir(folder)
+    del heap
 
 
 if __name__ == "__main__":
