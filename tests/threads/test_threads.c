@@ -280,8 +280,9 @@ static void same_stream_is_serialised(void **state)
  * Each drawer keeps the words of its last RING rounds per stream; it
  * never starts a round that would overwrite one the saver may still
  * compare (it waits for the allowance instead), so the record is bounded
- * however fast it draws: during a save it may run RING / 2 rounds on,
- * after it as far as the rounds from the save's start allow. */
+ * however fast it draws: during a save it may run to RING - 2 rounds
+ * past where it was when the save began, then to RING (room for the two
+ * rounds the saver waits for).  An allowance never goes down. */
 #define CALL_WORDS 7 /* u32 words per draw call */
 #define SAVES 50
 #define RING 8192    /* rounds kept per stream (224 KiB) */
@@ -362,15 +363,23 @@ static void wait_past(pace *p, const int seen[NTHREADS], int more)
 
 /* Return once this thread has seen drawers move twice while it ran, so
  * that a save that follows at once most likely overlaps their draws (on
- * one core it returns after they have had the processor). */
+ * one core it returns after they have had the processor), or at once if
+ * every drawer waits for its allowance. */
 static void catch_drawing(pace *p)
 {
     for (int moves = 0; moves < 2; moves++) {
-        int was[NTHREADS], same = 1;
+        int was[NTHREADS];
         rounds_now(p, was);
-        while (same)
-            for (int t = 0; t < NTHREADS && same; t++)
-                same = atomic_load(&p->rounds[t]) == was[t];
+        for (int moved = 0; !moved;) {
+            int can = 0;
+            for (int t = 0; t < NTHREADS; t++) {
+                int r = atomic_load(&p->rounds[t]);
+                moved |= r != was[t];
+                can |= r < atomic_load(&p->allow[t]);
+            }
+            if (!moved && !can)
+                return;
+        }
     }
 }
 
@@ -482,7 +491,7 @@ static void save_while_drawing(void **state)
     pthread_cond_init(&p->more, NULL);
     for (int t = 0; t < NTHREADS; t++) {
         atomic_init(&p->rounds[t], 0);
-        atomic_init(&p->allow[t], RING);
+        atomic_init(&p->allow[t], RING - 2); /* <= the first save's */
     }
     atomic_init(&p->stop, 0);
     pthread_t tid[NTHREADS];
@@ -502,18 +511,19 @@ static void save_while_drawing(void **state)
                                         &jobs[t]), 0);
     int before[NTHREADS], after[NTHREADS], checked = 0;
     uint64_t prev[64] = {0};
-    rounds_now(p, before);
-    wait_past(p, before, 1); /* every stream has moved from its start */
+    int zero[NTHREADS] = {0};
+    wait_past(p, zero, 1); /* every stream has moved from its start */
     for (int k = 0; k < SAVES; k++) {
         char name[32], path[300];
         snprintf(name, sizeof name, "during-%03d.ckpt", k);
         tmpfile_named(name, path, sizeof path);
         rounds_now(p, before);
-        /* Records of rounds from `before` on stay until compared. */
-        set_allowance(p, before, RING / 2, 0);
+        /* Records of rounds from `before` on stay until compared (this
+         * raises the allowance: before >= the last save's before + 2). */
+        set_allowance(p, before, RING - 2, 0);
         catch_drawing(p);
         assert_int_equal(rngsnap_save(ctx, path, RNGSNAP_SAVE_NO_SYNC), 0);
-        /* after <= before + RING / 2: two more rounds fit in the ring */
+        /* after <= before + RING - 2: two more rounds fit in the ring */
         rounds_now(p, after);
         set_allowance(p, before, RING, 0);
         /* Each stream's next call after the save drawn and recorded, and
