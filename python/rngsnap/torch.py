@@ -221,6 +221,19 @@ class Tracker:
         check_order(self._drawn(), method, args, kw,
                     "rngsnap.torch.track()", "tracked generators")
 
+    def check_order(self):
+        """The load's order check, now: OrderError (nothing changed) if
+        a tracked generator changed since track() while the context
+        awaits its first load; else the load no longer checks.  For a
+        framework that restores its own copy of these generators just
+        before rngsnap's load (accelerate's load_state restores its
+        random_states file, then the objects registered for
+        checkpointing): call it where that restore begins, e.g.
+        accelerator.register_load_state_pre_hook(lambda models, d:
+        tracker.check_order())."""
+        self._check_order("load", (), {})
+        self._awaiting, self._at_track = False, {}
+
     def _wrap(self, method):
         """ctx.load / load_bytes / load_ranks, checked first: a refusal
         happens before the C load, so it changes nothing at all.  An rngsnap error

@@ -109,3 +109,41 @@ def test_not_resumed_context_does_not_check(checkpoint):
         ctx.register_state("job", save=lambda: b"x", load=lambda b: None)
         torch.rand(1)
         ctx.load(checkpoint)
+
+
+def test_check_order_early_refuses_a_draw(checkpoint):
+    """Tracker.check_order(): the load's check where a framework's own
+    restore begins (accelerate's load_state pre-hook)."""
+    loads = []
+    ctx, tracker = _resumed(loads)
+    torch.rand(1)
+    before = _states()
+    with pytest.raises(rngsnap.OrderError) as e:
+        tracker.check_order()
+    assert str(e.value).startswith(
+        "load refused, nothing restored: generator torch.cpu changed between "
+        "rngsnap.torch.track() and load()")
+    assert _states() == before and loads == []
+    with pytest.raises(rngsnap.OrderError, match="torch.cpu"):  # still armed
+        ctx.load(checkpoint)
+    ctx.close()
+
+
+def test_check_order_then_the_framework_restores_then_load(checkpoint):
+    """After check_order() passed, a framework's own restore of the same
+    generators (they move) does not refuse the load that follows it; the
+    load puts every state back, and the core's gate held draws until then."""
+    torch.manual_seed(3)  # the states the checkpoint holds
+    np.random.seed(3)
+    random.seed(3)
+    want = _states()
+    loads = []
+    ctx, tracker = _resumed(loads)
+    tracker.check_order()
+    torch.manual_seed(77)  # the framework's restore: other states
+    np.random.seed(77)
+    with pytest.raises(rngsnap.OrderError):  # the gate: no draws yet
+        ctx.stream("cpu", 0, "default").generate("u32", 1)
+    ctx.load(checkpoint)
+    assert loads == [b"saved"] and _states() == want
+    ctx.close()

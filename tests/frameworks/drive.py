@@ -1,0 +1,191 @@
+"""Run one framework recipe uninterrupted, then killed at a checkpoint it
+signalled and resumed, and compare (tests/frameworks/run.sh):
+
+    python3 drive.py RECIPE [--standins] [--python PY]
+
+RECIPE is accelerate, lightning, dcp or trainer.  The recipe prints
+"loss <hex>" per step, "checkpoint <tag> rng <digest>" once a checkpoint
+is whole (and holds there when RNGSNAP_HOLD_AT names it; the kill lands
+exactly there), and "resumed <tag> rng <digest>" after its restore
+(killpoint.py).  A resumed run passes when the killed run's losses
+followed by the resumed run's equal the uninterrupted run's bit for bit,
+and its generators right after the restore equal those at the checkpoint
+(every backend the process has).  The trainer recipe also resumes from a
+checkpoint inside an epoch, which must be refused with OrderError
+(transformers#39215) and train no step.  Exit 0 when every scenario
+passed; each prints one line.
+"""
+import argparse
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+LAUNCH = os.path.join(HERE, "standins", "launch.py")
+
+# recipe: ranks, [(scenario, extra args, checkpoint to kill at, expect)]
+SCENARIOS = {
+    "accelerate": (1, [("epoch end", [], "1", "exact")]),
+    "lightning": (1, [("epoch end", [], "1", "exact")]),
+    "dcp": (2, [("inside an epoch, 2 ranks", [], "4", "exact")]),
+    "trainer": (1, [("epoch end", ["--save", "epoch"], "6", "exact"),
+                    ("inside an epoch", ["--save", "steps"], "4",
+                     "refused")]),
+}
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Job:
+    """One run of the recipe: `ranks` processes, their lines per rank."""
+
+    def __init__(self, cmd, ranks, env, folder, dist=None):
+        port = str(free_port())
+        self.procs, self.errs = [], []
+        for r in range(ranks):
+            e = dict(env)
+            if ranks > 1 if dist is None else dist:  # as torchrun sets them
+                e.update(RANK=str(r), LOCAL_RANK=str(r),
+                         WORLD_SIZE=str(ranks), LOCAL_WORLD_SIZE=str(ranks),
+                         MASTER_ADDR="127.0.0.1", MASTER_PORT=port)
+            # stderr to a file: a pipe nobody reads could fill and block
+            err = tempfile.TemporaryFile("w+", dir=folder)
+            self.errs.append(err)
+            self.procs.append(subprocess.Popen(
+                cmd, env=e, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                stderr=err, text=True, start_new_session=True))
+
+    def stderr(self, r):
+        self.errs[r].seek(0)
+        return self.errs[r].read()
+
+    def until(self, tag):
+        """Read every rank until it holds at checkpoint tag, then SIGKILL
+        them all.  Returns each rank's lines."""
+        lines = []
+        for r, p in enumerate(self.procs):
+            got = []
+            for line in p.stdout:
+                got.append(line.rstrip("\n"))
+                if line.startswith("checkpoint %s " % tag):
+                    break
+            else:
+                self.kill()
+                raise AssertionError("the job ended without checkpoint %s:\n"
+                                     "%s\n%s" % (tag, "\n".join(got),
+                                                 self.stderr(r)[-3000:]))
+            lines.append(got)
+        self.kill()
+        return lines
+
+    def kill(self):
+        for p in self.procs:
+            if p.poll() is None:
+                os.killpg(p.pid, signal.SIGKILL)
+        for p in self.procs:
+            p.communicate(timeout=300)
+
+    def finish(self):
+        """Each rank's (exit code, lines, stderr)."""
+        out = []
+        for r, p in enumerate(self.procs):
+            o, _ = p.communicate(timeout=900)
+            out.append((p.returncode, o.splitlines(), self.stderr(r)))
+        return out
+
+
+def losses(lines):
+    return [x for x in lines if x.startswith("loss ")]
+
+
+def rng_at(lines, kind, tag=None):
+    for x in lines:
+        w = x.split()
+        if w[0] == kind and (tag is None or w[1] == tag):
+            return " ".join(w[3:])
+    return None
+
+
+def scenario(cmd, ranks, extra, tag, expect, base_env):
+    work = tempfile.mkdtemp(prefix="rngsnap-recipe-")
+    try:
+        def run(name, more, env=None):
+            d = os.path.join(work, name)
+            os.makedirs(d, exist_ok=True)
+            return Job(cmd + ["--dir", d] + extra + more, ranks,
+                       dict(base_env, **(env or {})), work)
+
+        whole = run("whole", []).finish()
+        for rc, out, err in whole:
+            if rc:
+                return "uninterrupted run failed (%d):\n%s" % (rc, err[-3000:])
+        before = run("job", [], {"RNGSNAP_HOLD_AT": tag}).until(tag)
+        after = run("job", ["--resume"]).finish()
+        for r, ((_, want, _), seen, (rc, out, err)) in enumerate(
+                zip(whole, before, after)):
+            if expect == "refused":
+                if rc == 0 or "OrderError" not in err or \
+                        "transformers#39215" not in err:
+                    return "rank %d: resume not refused (exit %d):\n%s" % (
+                        r, rc, err[-3000:])
+                if losses(out):
+                    return "rank %d: refused resume trained %d steps" % (
+                        r, len(losses(out)))
+                continue
+            if rc:
+                return "rank %d: resumed run failed (%d):\n%s" % (
+                    r, rc, err[-3000:])
+            saved = rng_at(seen, "checkpoint", tag)
+            got = rng_at(out, "resumed")
+            if got != saved:
+                differ = sorted(set((got or "").split()) ^ set(saved.split()))
+                names = sorted(set(x.split("=")[0] for x in differ))
+                return "rank %d: after the restore, generators %s differ " \
+                    "from the checkpoint's (%s)" % (r, ", ".join(names), got)
+            if losses(seen) + losses(out) != losses(want):
+                n = len(losses(seen))
+                return "rank %d: losses differ (killed after %d of %d; " \
+                    "resumed %s, uninterrupted %s)" % (
+                        r, n, len(losses(want)), losses(out)[:2],
+                        losses(want)[n:n + 2])
+        return None
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("recipe", choices=sorted(SCENARIOS))
+    ap.add_argument("--standins", action="store_true",
+                    help="run against the CPU stand-ins of the framework")
+    ap.add_argument("--python", default=sys.executable)
+    args = ap.parse_args()
+    recipe = os.path.join(HERE, "%s_recipe.py" % args.recipe)
+    cmd = [args.python] + ([LAUNCH] if args.standins else []) + [recipe]
+    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    if args.standins and args.recipe == "accelerate":
+        env["RNGSNAP_STANDIN_DEVICES"] = "cuda,hpu"  # accelerate#3960
+    ranks, cases = SCENARIOS[args.recipe]
+    what = "CPU stand-in" if args.standins else "real framework"
+    failed = 0
+    for name, extra, tag, expect in cases:
+        why = scenario(cmd, ranks, extra, tag, expect, env)
+        verdict = {"exact": "resumed bit for bit",
+                   "refused": "resume refused (OrderError)"}[expect]
+        print("%s %s (%s), killed at checkpoint %s: %s" % (
+            "FAIL" if why else "ok", args.recipe, what, tag,
+            why or "%s; %s" % (name, verdict)), flush=True)
+        failed += bool(why)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,76 @@
+"""CPU STAND-IN: CUDA and HPU device generators on a machine without them.
+
+RNGSNAP_STANDIN_DEVICES="cuda,hpu" gives torch one CUDA device and one
+Gaudi (HPU) device whose generators are 16-byte states (seed, offset),
+the form torch >= 2.1 gives for CUDA, read and set through the names the
+frameworks and rngsnap.torch call: torch.cuda.get_rng_state(i) /
+set_rng_state(t, i) / get_rng_state_all() / set_rng_state_all(states), and
+the same on habana_frameworks.torch.hpu, which is also torch.hpu (as
+accelerate calls it).  No tensor ever lives on them: the stand-in
+accelerate's backward() calls kernel_draws(), which moves every device
+generator's offset on as a dropout kernel on the device would.  This is
+how the case of accelerate#3960 (a process with CUDA and HPU; both saved,
+one restored) is run here.
+"""
+import os
+import struct
+import sys
+import types
+
+import torch
+
+_states = {}  # "cuda" / "hpu" -> [bytearray(16)] per device
+
+
+def _module(kind, mod):
+    count = len(_states[kind])
+
+    def get(i=0):
+        return torch.tensor(list(_states[kind][int(i)]), dtype=torch.uint8)
+
+    def put(t, i=0):
+        raw = bytes(t.numpy())
+        if len(raw) != 16:
+            raise RuntimeError("%s: a generator state is 16 bytes, not %d"
+                               % (kind, len(raw)))
+        _states[kind][int(i)][:] = raw
+
+    mod.is_available = lambda: True
+    mod.device_count = lambda: count
+    mod.get_device_name = lambda i=0: "stand-in %s %d" % (kind, i)
+    mod.get_rng_state = get
+    mod.set_rng_state = put
+    mod.get_rng_state_all = lambda: [get(i) for i in range(count)]
+    mod.set_rng_state_all = lambda ts: [put(t, i) for i, t in enumerate(ts)]
+    return mod
+
+
+def kernel_draws(words=4):
+    """Every stand-in device generator moves on by `words` Philox words."""
+    for states in _states.values():
+        for s in states:
+            seed, offset = struct.unpack("<QQ", s)
+            s[:] = struct.pack("<QQ", seed, offset + words)
+
+
+def install_from_env():
+    kinds = [k for k in os.environ.get("RNGSNAP_STANDIN_DEVICES",
+                                       "").split(",") if k]
+    for kind in kinds:
+        if kind not in ("cuda", "hpu"):
+            raise SystemExit("RNGSNAP_STANDIN_DEVICES: %r is not cuda or hpu"
+                             % kind)
+        # Each device starts at its own seed, offset 0.
+        _states[kind] = [bytearray(struct.pack("<QQ", 1000 + len(kind), 0))]
+    if "cuda" in _states:
+        _module("cuda", torch.cuda)
+    if "hpu" in _states:
+        hf = types.ModuleType("habana_frameworks")
+        hft = types.ModuleType("habana_frameworks.torch")
+        hpu = _module("hpu", types.ModuleType("habana_frameworks.torch.hpu"))
+        hf.torch, hft.hpu = hft, hpu
+        sys.modules.update({"habana_frameworks": hf,
+                            "habana_frameworks.torch": hft,
+                            "habana_frameworks.torch.hpu": hpu})
+        torch.hpu = hpu
+    return kinds
