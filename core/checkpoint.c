@@ -32,6 +32,7 @@
 #include "lock.h"
 #include "mismatch.h"
 #include "store.h"
+#include "words.h"
 
 #define LOAD_FLAGS 0u
 /* Names the bytes of rngsnap_save_mem/rngsnap_load_mem in messages,
@@ -62,28 +63,27 @@ static int register_state_locked(struct rngsnap *ctx, const char *name,
 {
     if (!name || !*name || strlen(name) > RS_FMT_NAME_MAX)
         return rs_error(ctx, RNGSNAP_E_INVALID,
-                        "register_state: name must be 1..%u bytes",
-                        RS_FMT_NAME_MAX);
+                        "%s: name must be 1..%u bytes",
+                        rs_word(ctx, RS_W_REGISTER_STATE), RS_FMT_NAME_MAX);
     if (!ops || !ops->size || !ops->save || !ops->load)
         return rs_error(ctx, RNGSNAP_E_INVALID,
-                        "register_state %s: ops and its size, save and load "
+                        "%s %s: ops and its size, save and load "
                         "callbacks must all be set",
-                        name);
+                        rs_word(ctx, RS_W_REGISTER_STATE), name);
     for (size_t i = 0; i < ctx->napps; i++)
         if (strcmp(ctx->apps[i].name, name) == 0)
             return rs_error(ctx, RNGSNAP_E_INVALID,
-                            "register_state: app state %s is already "
-                            "registered",
-                            name);
+                            "%s: app state %s is already registered",
+                            rs_word(ctx, RS_W_REGISTER_STATE), name);
     rs_app_state *a = realloc(ctx->apps, (ctx->napps + 1) * sizeof *a);
     if (!a)
-        return rs_error(ctx, RNGSNAP_E_NOMEM, "register_state %s: out of "
-                        "memory", name);
+        return rs_error(ctx, RNGSNAP_E_NOMEM, "%s %s: out of memory",
+                        rs_word(ctx, RS_W_REGISTER_STATE), name);
     ctx->apps = a;
     char *copy = strdup(name);
     if (!copy)
-        return rs_error(ctx, RNGSNAP_E_NOMEM, "register_state %s: out of "
-                        "memory", name);
+        return rs_error(ctx, RNGSNAP_E_NOMEM, "%s %s: out of memory",
+                        rs_word(ctx, RS_W_REGISTER_STATE), name);
     a[ctx->napps].name = copy;
     a[ctx->napps].ops = *ops;
     a[ctx->napps].user = user;
@@ -92,14 +92,15 @@ static int register_state_locked(struct rngsnap *ctx, const char *name,
 }
 
 /* A callback runs with ctx->lock held: taking it again would deadlock. */
-static int in_callback(struct rngsnap *ctx, const char *call,
+static int in_callback(struct rngsnap *ctx, rs_word_id call,
                        const char *name)
 {
     if (!rs_ctx_held_here(ctx))
         return RNGSNAP_OK;
     return rs_error(ctx, RNGSNAP_E_INVALID, "%s %s: called from a save or "
                     "load callback of the same context (it is locked "
-                    "while they run)", call, name ? name : "(null)");
+                    "while they run)", rs_word(ctx, call),
+                    name ? name : "(null)");
 }
 
 RNGSNAP_API int rngsnap_register_state(rngsnap *ctx, const char *name,
@@ -108,7 +109,7 @@ RNGSNAP_API int rngsnap_register_state(rngsnap *ctx, const char *name,
 {
     if (!ctx)
         return RNGSNAP_E_INVALID;
-    int rc = in_callback(ctx, "register_state", name);
+    int rc = in_callback(ctx, RS_W_REGISTER_STATE, name);
     if (rc)
         return rc;
     rs_ctx_lock(ctx);
@@ -129,8 +130,8 @@ static int unregister_state_locked(struct rngsnap *ctx, const char *name)
         ctx->napps--;
         return RNGSNAP_OK;
     }
-    return rs_error(ctx, RNGSNAP_E_INVALID, "unregister_state: no app state "
-                    "%s is registered", name);
+    return rs_error(ctx, RNGSNAP_E_INVALID, "%s: no app state %s is "
+                    "registered", rs_word(ctx, RS_W_UNREGISTER_STATE), name);
 }
 
 RNGSNAP_API int rngsnap_unregister_state(rngsnap *ctx, const char *name)
@@ -139,9 +140,9 @@ RNGSNAP_API int rngsnap_unregister_state(rngsnap *ctx, const char *name)
         return rs_error(NULL, RNGSNAP_E_INVALID,
                         "rngsnap_unregister_state: ctx is NULL");
     if (!name)
-        return rs_error(ctx, RNGSNAP_E_INVALID,
-                        "unregister_state: name is NULL");
-    int rc = in_callback(ctx, "unregister_state", name);
+        return rs_error(ctx, RNGSNAP_E_INVALID, "%s: name is NULL",
+                        rs_word(ctx, RS_W_UNREGISTER_STATE));
+    int rc = in_callback(ctx, RS_W_UNREGISTER_STATE, name);
     if (rc)
         return rc;
     rs_ctx_lock(ctx);
@@ -288,9 +289,10 @@ static int save_checked(struct rngsnap *ctx, const char *what,
         /* Saving a resumed job before its load would write fresh states
          * over the checkpoint it is about to resume from. */
         return rs_error(ctx, RNGSNAP_E_ORDER,
-                        "%s: this context was opened with "
-                        "RNGSNAP_RESUME and has not loaded a checkpoint yet",
-                        what);
+                        "%s: this context was opened with %s and has "
+                        "not loaded a checkpoint yet (call %s first)",
+                        what, rs_word(ctx, RS_W_RESUME),
+                        rs_word(ctx, RS_W_LOAD));
     return rs_save_image(ctx, name, buf, len, NULL);
 }
 
@@ -403,10 +405,10 @@ static void warn_if_reordered(const struct rngsnap *ctx, const char *path,
                    "load %s: the checkpoint's entries are in another order "
                    "than this registry (%s): entry %zu is %s in the "
                    "checkpoint but %s here; restored by name, but a job "
-                   "that walks the registry by index "
-                   "(rngsnap_stream_at) now draws from other streams than "
-                   "the job that saved",
-                   path, ctx->ini_path, k, has, live);
+                   "that walks the registry by index (%s) now draws from "
+                   "other streams than the job that saved",
+                   path, ctx->ini_path, k, has, live,
+                   rs_word(ctx, RS_W_STREAM_AT));
             return;
         }
         k++;
@@ -752,9 +754,10 @@ int rs_load_prepare(struct rngsnap *ctx, const char *path,
                         "%s). Each rank loads the file its own rank saved, "
                         "with the same world size: check the launcher's "
                         "RANK/WORLD_SIZE (or OMPI_COMM_WORLD_*, PMI_*) or "
-                        "rngsnap_set_rank, and which file this rank opens",
+                        "%s, and which file this rank opens",
                         path, (int)h->rank, (int)h->world_size, ctx->rank,
-                        ctx->world_size, ctx->ini_path);
+                        ctx->world_size, ctx->ini_path,
+                        rs_word(ctx, RS_W_SET_RANK));
     /* One scratch block: entry -> section maps, then state backups. */
     size_t maps = (ctx->nstreams + ctx->napps) * sizeof(uint32_t);
     pl->scratch = malloc(maps + backups + 1);
@@ -803,9 +806,8 @@ static int load_locked(struct rngsnap *ctx, const char *path,
         return rs_error(ctx, RNGSNAP_E_INVALID, "load: no path given");
     if (flags & RNGSNAP_LOAD_FORK)
         return rs_error(ctx, RNGSNAP_E_INVALID,
-                        "load %s: fork applies to multi-rank folders "
-                        "(rngsnap_load_ranks)",
-                        path);
+                        "load %s: fork applies to multi-rank folders (%s)",
+                        path, rs_word(ctx, RS_W_LOAD_RANKS));
     if (flags & ~LOAD_FLAGS)
         return rs_error(ctx, RNGSNAP_E_INVALID, "load %s: unknown flags 0x%x",
                         path, flags & ~LOAD_FLAGS);

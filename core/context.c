@@ -24,6 +24,7 @@
 #include "loader.h"
 #include "lock.h"
 #include "rngsnap_build_config.h"
+#include "words.h"
 
 #define RS_OPEN_FLAGS (RNGSNAP_RESUME | RNGSNAP_PROBE_ONLY)
 #define RS_DEVICES_MAX 65536
@@ -97,9 +98,10 @@ int rngsnap_set_rank(rngsnap *ctx, int rank, int world_size)
         return rs_error(NULL, RNGSNAP_E_INVALID,
                         "rngsnap_set_rank: ctx is NULL");
     if (world_size < 1 || rank < 0 || rank >= world_size)
-        return rs_error(ctx, RNGSNAP_E_INVALID, "rngsnap_set_rank: rank %d "
-                        "with world size %d (need world_size >= 1 and 0 <= "
-                        "rank < world_size)", rank, world_size);
+        return rs_error(ctx, RNGSNAP_E_INVALID, "%s: rank %d with world "
+                        "size %d (need world_size >= 1 and 0 <= rank < "
+                        "world_size)", rs_word(ctx, RS_W_SET_RANK), rank,
+                        world_size);
     rs_ctx_lock(ctx);
     ctx->rank = rank;
     ctx->world_size = world_size;

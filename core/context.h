@@ -15,6 +15,8 @@
 #include <rngsnap.h>
 #include <rngsnap/backend.h>
 
+#include "words.h"
+
 #define RS_ERRMSG_MAX 2048
 
 /* One "key = value" of a [backend.X] section handed to the plugin. */
@@ -94,6 +96,7 @@ struct rngsnap {
     atomic_int awaiting_load; /* RESUME gate: draws refused until a load */
     atomic_int loaded;   /* a load has succeeded                        */
     int log_level;       /* rng.ini `log` (-1 unset); RNGSNAP_LOG wins  */
+    rs_lang lang;        /* how messages spell the API (words.h)        */
     /* Id of the multi-rank checkpoint a fork in this job's history
      * started from (all zero: none); recorded by every save_ranks. */
     uint8_t forked_from[16];

@@ -21,6 +21,7 @@
 #include "context.h"
 #include "internal.h"
 #include "lock.h"
+#include "words.h"
 
 #define RS_DERIVE_TAG "rngsnap-derive-v1" /* hashed with its NUL */
 
@@ -56,7 +57,7 @@ static void derive_at(const rngsnap_philox *pos, uint64_t k0, uint64_t k1,
 }
 
 /* Keyed streams need the built-in Philox state layout. */
-static int need_philox(rngsnap_stream *s, const char *call)
+static int need_philox(rngsnap_stream *s, rs_word_id call)
 {
     const rngsnap_backend *vt = s->backend->vt;
     if (vt->state_format == RNGSNAP_STATE_PHILOX4X32_10
@@ -66,8 +67,8 @@ static int need_philox(rngsnap_stream *s, const char *call)
     char label[600], fmt[24];
     return rs_error(s->ctx, RNGSNAP_E_UNAVAILABLE, "%s on %s: backend %s "
                     "(%s) does not keep Philox positions (state format %s, "
-                    "%u bytes), so it has no keyed streams", call,
-                    rs_stream_label(s, label, sizeof label), s->backend->name,
+                    "%u bytes), so it has no keyed streams",
+                    rs_word(s->ctx, call), rs_stream_label(s, label, sizeof label), s->backend->name,
                     s->backend->plugin_path, rs_format_id(vt->state_format,
                     fmt, sizeof fmt), (unsigned)vt->state_size);
 }
@@ -75,11 +76,11 @@ static int need_philox(rngsnap_stream *s, const char *call)
 int rngsnap_derive(rngsnap_stream *s, uint64_t k0, uint64_t k1,
                    rngsnap_philox *at)
 {
-    int rc = rs_stream_at_args(s, at, "rngsnap_derive");
+    int rc = rs_stream_at_args(s, at, RS_W_DERIVE);
     if (!rc)
-        rc = rs_stream_gate(s, "rngsnap_derive");
+        rc = rs_stream_gate(s, RS_W_DERIVE);
     if (!rc)
-        rc = need_philox(s, "rngsnap_derive");
+        rc = need_philox(s, RS_W_DERIVE);
     if (rc)
         return rc;
     rngsnap_philox pos;
@@ -127,26 +128,26 @@ static int draw_at_locked(rngsnap_stream *s, rngsnap_philox *at,
 int rngsnap_generate_at(rngsnap_stream *s, rngsnap_philox *at,
                         rngsnap_dist dist, void *out, size_t n)
 {
-    int rc = rs_stream_at_args(s, at, "rngsnap_generate_at");
+    int rc = rs_stream_at_args(s, at, RS_W_GENERATE_AT);
     if (rc)
         return rc;
     char label[600];
+    const char *me = rs_word(s->ctx, RS_W_GENERATE_AT);
     if ((unsigned)dist >= RNGSNAP_DIST_COUNT)
-        return rs_error(s->ctx, RNGSNAP_E_INVALID, "rngsnap_generate_at on "
-                        "%s: unknown distribution %d", rs_stream_label(s,
-                        label, sizeof label), (int)dist);
+        return rs_error(s->ctx, RNGSNAP_E_INVALID, "%s on %s: unknown "
+                        "distribution %d", me, rs_stream_label(s, label,
+                        sizeof label), (int)dist);
     if (!out && n)
-        return rs_error(s->ctx, RNGSNAP_E_INVALID, "rngsnap_generate_at on "
-                        "%s: out is NULL", rs_stream_label(s, label,
-                                                           sizeof label));
+        return rs_error(s->ctx, RNGSNAP_E_INVALID, "%s on %s: out is NULL",
+                        me, rs_stream_label(s, label, sizeof label));
     size_t vsize = rngsnap_dist_size(dist);
     if (vsize && n > SIZE_MAX / vsize)
-        return rs_error(s->ctx, RNGSNAP_E_INVALID, "rngsnap_generate_at on "
-                        "%s: n = %zu values is too many", rs_stream_label(s,
-                        label, sizeof label), n);
-    rc = rs_stream_gate(s, "rngsnap_generate_at");
+        return rs_error(s->ctx, RNGSNAP_E_INVALID, "%s on %s: n = %zu values "
+                        "is too many", me, rs_stream_label(s, label,
+                        sizeof label), n);
+    rc = rs_stream_gate(s, RS_W_GENERATE_AT);
     if (!rc)
-        rc = need_philox(s, "rngsnap_generate_at");
+        rc = need_philox(s, RS_W_GENERATE_AT);
     if (rc || n == 0)
         return rc;
     const char *call = "";
@@ -157,7 +158,7 @@ int rngsnap_generate_at(rngsnap_stream *s, rngsnap_philox *at,
     if (!rc)
         return RNGSNAP_OK;
     char what[700];
-    snprintf(what, sizeof what, "rngsnap_generate_at (%s) on %s", call,
+    snprintf(what, sizeof what, "%s (%s) on %s", me, call,
              rs_stream_label(s, label, sizeof label));
     return rs_plugin_rc(s->ctx, s->backend, rc, what, mark);
 }

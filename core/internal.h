@@ -77,11 +77,11 @@ int rs_plugin_rc(struct rngsnap *ctx, rs_backend *b, int rc,
 /* The resume gate of draws, reserves and keyed streams: RNGSNAP_OK, or
  * the context's unusable error, or RNGSNAP_E_ORDER naming call and s
  * before a RESUME context has loaded. */
-int rs_stream_gate(rngsnap_stream *s, const char *call);
+int rs_stream_gate(rngsnap_stream *s, rs_word_id call);
 /* s and at are not NULL: else RNGSNAP_E_INVALID, "call: stream is NULL"
  * or "call on <stream>: at is NULL". */
 int rs_stream_at_args(rngsnap_stream *s, const rngsnap_philox *at,
-                      const char *call);
+                      rs_word_id call);
 
 /* ---- seed.c ---- */
 

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 
 #include "internal.h"
+#include "words.h"
 
 #define RS_NONE UINT32_MAX
 
@@ -122,7 +123,7 @@ static int missing_device(const struct rngsnap *ctx, const int *fdev,
 #define RS_OPTIONAL_FIX                                                     \
     "resume where the same backends are present as where the checkpoint "  \
     "was written, or set 'required = true' so that a node without it "      \
-    "stops at rngsnap_open instead of at the load"
+    "stops at %s instead of at the load"
 
 /* Why the checkpoint's stream section s has no live entry, when the
  * configuration says more than "not listed". */
@@ -137,7 +138,8 @@ static void why_extra(const struct rngsnap *ctx, const rs_fmt_section *s,
         snprintf(buf, len, " (backend %s is optional, 'required = false', "
                  "and was skipped here: %s; it was present where the "
                  "checkpoint was written: " RS_OPTIONAL_FIX ")", b->name,
-                 b->reason ? b->reason : "no device");
+                 b->reason ? b->reason : "no device",
+                 rs_word(ctx, RS_W_OPEN));
     else
         buf[0] = '\0';
 }
@@ -150,7 +152,7 @@ static void why_missing(const struct rngsnap_stream *e, char *buf,
         snprintf(buf, len, " (backend %s is optional, 'required = false', "
                  "and present here, so it was probably absent where the "
                  "checkpoint was written: " RS_OPTIONAL_FIX ")",
-                 e->backend->name);
+                 e->backend->name, rs_word(e->ctx, RS_W_OPEN));
     else
         buf[0] = '\0';
 }
@@ -159,10 +161,11 @@ static void why_missing(const struct rngsnap_stream *e, char *buf,
  * sections no entry holds (not used[i]) beyond the device counts. */
 static void extra_text(const struct rngsnap *ctx, const rs_fmt_view *v,
                        const uint8_t *used, const int *fdev, int apps_only,
-                       char *buf, size_t len)
+                       char *buf, size_t len, const char **hint)
 {
     size_t extra = 0, first = 0;
     buf[0] = '\0';
+    *hint = NULL; /* the host layer's, for an extra app state */
     if (apps_only) /* a fork leaves the old job's extra sections behind */
         return;
     for (size_t i = 0; i < v->header.section_count; i++) {
@@ -172,6 +175,8 @@ static void extra_text(const struct rngsnap *ctx, const rs_fmt_view *v,
             continue;
         if (extra++ == 0)
             first = i;
+        if (!*hint && s->pub.kind != RNGSNAP_SECTION_STREAM)
+            *hint = rs_extra_state_hint(ctx, s->pub.name, s->name_len);
     }
     if (!extra)
         return;
@@ -241,18 +246,21 @@ int rs_mismatch_error(struct rngsnap *ctx, const char *path,
 
     char gaps[1200], a[1500], b[1200];
     device_gaps(ctx, fdev, gaps, sizeof gaps);
-    extra_text(ctx, v, used, fdev, apps_only, a, sizeof a);
+    const char *hint;
+    extra_text(ctx, v, used, fdev, apps_only, a, sizeof a, &hint);
     missing_text(ctx, smap, amap, fdev, apps_only, b, sizeof b);
     free(used);
     free(fdev);
     if (!gaps[0])
         return rs_error(ctx, RNGSNAP_E_MISMATCH, "%s: %s%s%s; nothing "
-                        "restored (configuration %s)", path, a,
-                        a[0] && b[0] ? "; " : "", b, ctx->ini_path);
+                        "restored (configuration %s)%s%s", path, a,
+                        a[0] && b[0] ? "; " : "", b, ctx->ini_path,
+                        hint ? "; " : "", hint ? hint : "");
     return rs_error(ctx, RNGSNAP_E_MISMATCH, "%s: %s%s%s%s%s; nothing "
                     "restored (configuration %s). Resume where the same "
                     "devices are present as where the checkpoint was "
                     "written; 'rngsnap inspect %s' shows what the "
-                    "checkpoint holds", path, gaps, a[0] ? "; " : "", a,
-                    b[0] ? "; " : "", b, ctx->ini_path, path);
+                    "checkpoint holds%s%s", path, gaps, a[0] ? "; " : "", a,
+                    b[0] ? "; " : "", b, ctx->ini_path, path,
+                    hint ? "; " : "", hint ? hint : "");
 }

@@ -28,6 +28,7 @@
 #include "lock.h"
 #include "manifest.h"
 #include "store.h"
+#include "words.h"
 
 #define SAVE_FLAGS (RNGSNAP_SAVE_REPLACE | RNGSNAP_SAVE_NO_SYNC)
 #define LOAD_FLAGS RNGSNAP_LOAD_FORK
@@ -160,10 +161,10 @@ static int first_checks(job *j, unsigned flags, unsigned allowed)
     if (j->c->rank != ctx->rank || j->c->size != ctx->world_size)
         return rs_error(ctx, RNGSNAP_E_INVALID,
                         "%s %s: the communicator is rank %d of %d but the "
-                        "context is rank %d of %d (rngsnap_set_rank or the "
-                        "launcher's variables); they must be equal",
+                        "context is rank %d of %d (%s or the launcher's "
+                        "variables); they must be equal",
                         j->op, j->dir, j->c->rank, j->c->size, ctx->rank,
-                        ctx->world_size);
+                        ctx->world_size, rs_word(ctx, RS_W_SET_RANK));
     if (!j->dir[0])
         return rs_error(ctx, RNGSNAP_E_INVALID, "%s: no folder given",
                         j->op);
@@ -226,8 +227,9 @@ static int prepare_dir(job *j, unsigned flags, uint8_t id[RS_MAN_ID_SIZE])
         if (!(flags & RNGSNAP_SAVE_REPLACE))
             rc = rs_error(ctx, RNGSNAP_E_EXISTS,
                           "%s %s: %s exists (a committed checkpoint); pass "
-                          "RNGSNAP_SAVE_REPLACE to replace it",
-                          j->op, j->dir, mpath);
+                          "%s to replace it",
+                          j->op, j->dir, mpath,
+                          rs_word(ctx, RS_W_SAVE_REPLACE));
         else
             note_replaced(j, mpath);
     } else if (errno != ENOENT) {
@@ -380,9 +382,10 @@ static int save_ranks_locked(job *j, unsigned flags)
     int rc = first_checks(j, flags, SAVE_FLAGS);
     if (!rc && atomic_load(&ctx->awaiting_load))
         rc = rs_error(ctx, RNGSNAP_E_ORDER,
-                      "%s %s: this context was opened with RNGSNAP_RESUME "
-                      "and has not loaded a checkpoint yet",
-                      j->op, j->dir);
+                      "%s %s: this context was opened with %s and has not "
+                      "loaded a checkpoint yet (call %s first)",
+                      j->op, j->dir, rs_word(ctx, RS_W_RESUME),
+                      rs_word(ctx, RS_W_LOAD_RANKS));
     if (!rc && c->rank == 0)
         rc = prepare_dir(j, flags, id);
     uint8_t *ids = malloc((size_t)c->size * RS_MAN_ID_SIZE);
@@ -735,9 +738,9 @@ static int load_ranks_locked(job *j, unsigned flags)
         if (!(flags & RNGSNAP_LOAD_FORK))
             rc = rs_error(ctx, RNGSNAP_E_MISMATCH,
                           "checkpoint %s was saved by %d ranks, this job "
-                          "has %d; pass RNGSNAP_LOAD_FORK (rngsnap_mpi_load) "
-                          "to fork it onto %d ranks",
-                          j->dir, (int)m->info.world_size, c->size, c->size);
+                          "has %d; pass %s to fork it onto %d ranks",
+                          j->dir, (int)m->info.world_size, c->size,
+                          rs_word(ctx, RS_W_LOAD_FORK), c->size);
         fork = 1;
         snprintf(how, sizeof how, "fork of %d ranks onto %d: ",
                  (int)m->info.world_size, c->size);

@@ -12,6 +12,7 @@
 #include "context.h"
 #include "internal.h"
 #include "lock.h"
+#include "words.h"
 
 /* ---- distributions (data, not a chain of ifs) ---------------------------- */
 
@@ -175,10 +176,13 @@ int rngsnap_stream_find(rngsnap *ctx, const char *backend, int device,
     if (!ctx)
         return rs_error(NULL, RNGSNAP_E_INVALID,
                         "rngsnap_stream_find: ctx is NULL");
-    if (!backend || !name || !out || device < 0)
+    if (!backend || !name || !out)
         return rs_error(ctx, RNGSNAP_E_INVALID, "rngsnap_stream_find: "
-                        "needs backend, name and out, and device >= 0 (got "
-                        "device %d)", device);
+                        "needs backend, name and out");
+    if (device < 0)
+        return rs_error(ctx, RNGSNAP_E_INVALID, "%s: device must be >= 0 "
+                        "(got device %d)", rs_word(ctx, RS_W_STREAM_FIND),
+                        device);
     for (size_t i = 0; i < ctx->nstreams; i++) {
         struct rngsnap_stream *s = &ctx->streams[i];
         if (s->device == device && strcmp(s->backend->name, backend) == 0
@@ -218,7 +222,7 @@ int rngsnap_stream_find(rngsnap *ctx, const char *backend, int device,
 
 /* ---- drawing, behind the resume gate ---------------------------------- */
 
-int rs_stream_gate(rngsnap_stream *s, const char *call)
+int rs_stream_gate(rngsnap_stream *s, rs_word_id call)
 {
     struct rngsnap *ctx = s->ctx;
     int rc = rs_check_usable(ctx);
@@ -227,10 +231,10 @@ int rs_stream_gate(rngsnap_stream *s, const char *call)
     if (atomic_load_explicit(&ctx->awaiting_load, memory_order_acquire)) {
         char label[600];
         return rs_error(ctx, RNGSNAP_E_ORDER, "%s on stream %s refused: the "
-                        "context was opened with RNGSNAP_RESUME and no "
-                        "checkpoint has been loaded yet (call rngsnap_load "
-                        "first)", call, rs_stream_label(s, label,
-                                                        sizeof label));
+                        "context was opened with %s and no checkpoint has "
+                        "been loaded yet (call %s first)", rs_word(ctx, call),
+                        rs_stream_label(s, label, sizeof label),
+                        rs_word(ctx, RS_W_RESUME), rs_word(ctx, RS_W_LOAD));
     }
     return RNGSNAP_OK;
 }
@@ -252,18 +256,18 @@ int rngsnap_generate(rngsnap_stream *s, rngsnap_dist dist, void *out,
                         "rngsnap_generate: stream is NULL");
     char label[600];
     if ((unsigned)dist >= RNGSNAP_DIST_COUNT)
-        return rs_error(s->ctx, RNGSNAP_E_INVALID, "rngsnap_generate on %s: "
-                        "unknown distribution %d", rs_stream_label(s, label,
-                        sizeof label), (int)dist);
+        return rs_error(s->ctx, RNGSNAP_E_INVALID, "%s on %s: unknown "
+                        "distribution %d", rs_word(s->ctx, RS_W_GENERATE),
+                        rs_stream_label(s, label, sizeof label), (int)dist);
     if (!out && n)
-        return rs_error(s->ctx, RNGSNAP_E_INVALID, "rngsnap_generate on %s: "
-                        "out is NULL", rs_stream_label(s, label,
-                                                       sizeof label));
+        return rs_error(s->ctx, RNGSNAP_E_INVALID, "%s on %s: out is NULL",
+                        rs_word(s->ctx, RS_W_GENERATE),
+                        rs_stream_label(s, label, sizeof label));
     if (n > SIZE_MAX / rs_dists[dist].size)
-        return rs_error(s->ctx, RNGSNAP_E_INVALID, "rngsnap_generate on %s: "
-                        "n = %zu values is too many", rs_stream_label(s,
-                        label, sizeof label), n);
-    int rc = rs_stream_gate(s, "rngsnap_generate");
+        return rs_error(s->ctx, RNGSNAP_E_INVALID, "%s on %s: n = %zu values "
+                        "is too many", rs_word(s->ctx, RS_W_GENERATE),
+                        rs_stream_label(s, label, sizeof label), n);
+    int rc = rs_stream_gate(s, RS_W_GENERATE);
     if (rc || n == 0)
         return rc;
     unsigned long mark = rs_error_mark();
@@ -274,32 +278,34 @@ int rngsnap_generate(rngsnap_stream *s, rngsnap_dist dist, void *out,
 }
 
 int rs_stream_at_args(rngsnap_stream *s, const rngsnap_philox *at,
-                      const char *call)
+                      rs_word_id call)
 {
     if (!s)
-        return rs_error(NULL, RNGSNAP_E_INVALID, "%s: stream is NULL", call);
+        return rs_error(NULL, RNGSNAP_E_INVALID, "%s: stream is NULL",
+                        rs_word(NULL, call));
     char label[600];
     if (!at)
         return rs_error(s->ctx, RNGSNAP_E_INVALID, "%s on %s: at is NULL",
-                        call, rs_stream_label(s, label, sizeof label));
+                        rs_word(s->ctx, call),
+                        rs_stream_label(s, label, sizeof label));
     return RNGSNAP_OK;
 }
 
 int rngsnap_reserve(rngsnap_stream *s, uint64_t n, rngsnap_philox *at)
 {
-    int rc = rs_stream_at_args(s, at, "rngsnap_reserve");
+    int rc = rs_stream_at_args(s, at, RS_W_RESERVE);
     if (rc)
         return rc;
     char label[600];
-    rc = rs_stream_gate(s, "rngsnap_reserve");
+    rc = rs_stream_gate(s, RS_W_RESERVE);
     if (rc)
         return rc;
     if (!RNGSNAP_BACKEND_HAS(s->backend->vt, reserve))
-        return rs_error(s->ctx, RNGSNAP_E_UNAVAILABLE, "rngsnap_reserve on "
-                        "%s: backend %s (%s) has no reserve (its streams are "
-                        "not Philox positions)", rs_stream_label(s, label,
-                        sizeof label), s->backend->name,
-                        s->backend->plugin_path);
+        return rs_error(s->ctx, RNGSNAP_E_UNAVAILABLE, "%s on %s: backend %s "
+                        "(%s) has no reserve (its streams are not Philox "
+                        "positions)", rs_word(s->ctx, RS_W_RESERVE),
+                        rs_stream_label(s, label, sizeof label),
+                        s->backend->name, s->backend->plugin_path);
     unsigned long mark = rs_error_mark();
     rs_stream_lock(s);
     rc = s->backend->vt->reserve(s->handle, n, at);
@@ -316,10 +322,10 @@ int rngsnap_stream_position(rngsnap_stream *s, rngsnap_philox *at)
     char label[600];
     if (!RNGSNAP_BACKEND_HAS(s->backend->vt, reserve))
         return rs_error(s->ctx, RNGSNAP_E_UNAVAILABLE,
-                        "rngsnap_stream_position on %s: backend %s (%s) has "
-                        "no Philox position", rs_stream_label(s, label,
-                        sizeof label), s->backend->name,
-                        s->backend->plugin_path);
+                        "%s on %s: backend %s (%s) has no Philox position",
+                        rs_word(s->ctx, RS_W_POSITION),
+                        rs_stream_label(s, label, sizeof label),
+                        s->backend->name, s->backend->plugin_path);
     unsigned long mark = rs_error_mark();
     rs_stream_lock(s);
     int rc = s->backend->vt->reserve(s->handle, 0, at);

@@ -27,6 +27,7 @@
 #include "context.h"
 #include "internal.h"
 #include "lock.h"
+#include "words.h"
 
 #define RS_SEED_TAG "rngsnap-seed-v1"
 
@@ -159,10 +160,11 @@ static int seed_all_locked(struct rngsnap *ctx, uint64_t seed)
     if (rc)
         return rc;
     if ((ctx->flags & RNGSNAP_RESUME) && ctx->loaded)
-        return rs_error(ctx, RNGSNAP_E_ORDER, "rngsnap_seed_all refused: the "
-                        "context was opened with RNGSNAP_RESUME and a "
-                        "checkpoint has been loaded; seeding now would throw "
-                        "the restored positions away");
+        return rs_error(ctx, RNGSNAP_E_ORDER, "%s refused: the context was "
+                        "opened with %s and a checkpoint has been loaded; "
+                        "seeding now would throw the restored positions "
+                        "away", rs_word(ctx, RS_W_SEED_ALL),
+                        rs_word(ctx, RS_W_RESUME));
     size_t n = ctx->nstreams;
     if (n == 0)
         return RNGSNAP_OK;
@@ -185,9 +187,9 @@ static int seed_all_locked(struct rngsnap *ctx, uint64_t seed)
     size_t a, b;
     char la[600], lb[600];
     if (rs_find_duplicate(seeds, n, &a, &b)) {
-        rc = rs_error(ctx, RNGSNAP_E_INVALID, "rngsnap_seed_all: entries %s "
-                      "and %s derive the same Philox seed 0x%016llx from "
-                      "seed %llu; rename one of the streams",
+        rc = rs_error(ctx, RNGSNAP_E_INVALID, "%s: entries %s and %s derive "
+                      "the same Philox seed 0x%016llx from seed %llu; rename "
+                      "one of the streams", rs_word(ctx, RS_W_SEED_ALL),
                       rs_stream_label(&ctx->streams[a], la, sizeof la),
                       rs_stream_label(&ctx->streams[b], lb, sizeof lb),
                       (unsigned long long)seeds[a],

@@ -50,6 +50,7 @@
 
 #include "format.h"
 #include "internal.h"
+#include "words.h"
 
 /* Longest base name kept in a temporary name, so that it stays within
  * NAME_MAX whatever the target's name. */
@@ -391,7 +392,8 @@ int rs_store_write(const struct rngsnap *lctx, const char *path,
     if (!(flags & RNGSNAP_SAVE_REPLACE)
         && fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
         rc = rs_say(err, errlen, RNGSNAP_E_EXISTS,
-                 "%s exists; pass RNGSNAP_SAVE_REPLACE to replace it", path);
+                 "%s exists; pass %s to replace it", path,
+                 rs_word(lctx, RS_W_SAVE_REPLACE));
         goto out;
     }
     if (dfd != AT_FDCWD && !(flags & RS_STORE_FRESH_NAME))
@@ -432,8 +434,8 @@ int rs_store_write(const struct rngsnap *lctx, const char *path,
         if (errno == EEXIST) {
             unlinkat(dfd, tname, 0);
             rc = rs_say(err, errlen, RNGSNAP_E_EXISTS,
-                     "%s exists; pass RNGSNAP_SAVE_REPLACE to replace it",
-                     path);
+                     "%s exists; pass %s to replace it", path,
+                     rs_word(lctx, RS_W_SAVE_REPLACE));
             goto out;
         }
         step = "rename";

@@ -233,8 +233,13 @@ int philox_generate_isa(rngsnap_philox *st, rngsnap_dist dist, void *out,
         if (nb > 0) {
             px_ctr c = {{(uint32_t)st->seed, (uint32_t)(st->seed >> 32)},
                         off / 4, st->subsequence};
-            fill(dist, &c, o, nb, nb * 16 >= px_tune.nt_min);
             size_t vals = nb * 4 / u->words * u->values;
+            int nt = px_nt_choice(real, nb * 16);
+            if (nt == PX_NT_PROBE)
+                px_nt_probe(fill, real, dist, &c, o, nb,
+                            4 / u->words * u->values * u->size);
+            else
+                fill(dist, &c, o, nb, nt);
             off += nb * 4;
             o += vals * u->size;
             left -= vals;

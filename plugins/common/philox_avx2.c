@@ -15,7 +15,7 @@
 #include <immintrin.h>
 
 /* Groups of 8 blocks interleaved per step.  Measured on an AMD EPYC
- * (Zen 3), see docs/performance.md "AVX2 layout (issue 11 item 1)"; the
+ * (Zen 3), see docs/engine.md "AVX2 layout (issue 11 item 1)"; the
  * best count on one CPU need not be the best on another.  The size from
  * which PX_G_LARGE runs is px_tune.large_min (per CPU family). */
 #ifndef PX_G

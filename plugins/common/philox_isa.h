@@ -83,6 +83,9 @@ typedef struct px_tuning {
     size_t prefetch_min; /* prefetchw ahead of plain stores (avx2)        */
     size_t large_min;    /* avx2: the kernel with fewer groups per step   */
     int large_groups;    /* avx2: its groups of 8 blocks per step: 3 or 4 */
+    int nt_probe;        /* nonzero: non-temporal from nt_min only if the
+                            first fill that large measures them faster
+                            (px_nt_probe); 0: always from nt_min          */
 } px_tuning;
 
 /* The tuning fills use: set once with the ISA choice (the row of this
@@ -95,5 +98,42 @@ px_tuning px_tuning_for(const char *vendor, unsigned family, unsigned model);
 void px_cpuid_display(uint32_t eax, unsigned *family, unsigned *model);
 /* The row for this processor ("other" off x86). */
 px_tuning px_tuning_detect(void);
+/* row with RNGSNAP_PHILOX_NT_MIN's value applied: a decimal byte count
+ * replaces nt_min and turns the probe off; NULL, empty or not a number
+ * leaves the row as it is. */
+px_tuning px_tuning_env(px_tuning row, const char *nt_min);
+
+/* Non-temporal or plain stores for the whole blocks of a fill of `bytes`
+ * on a path: 0 plain, 1 non-temporal, PX_NT_PROBE: this fill is the first
+ * one a probing row's nt_min allows on this path, and is to be written by
+ * px_nt_probe (which decides for every later fill of the process). */
+#define PX_NT_PROBE 2
+int px_nt_choice(philox_isa isa, size_t bytes);
+/* Write nb blocks (block_bytes of output each) in PX_PROBE_PIECES pieces,
+ * plain and non-temporal in turn (order P N N P P N N P), timing each, and
+ * record the verdict for isa.  The bits are those of one fill either way. */
+#define PX_PROBE_PIECES 8
+void px_nt_probe(px_fill_fn fill, philox_isa isa, rngsnap_dist dist,
+                 const px_ctr *c, void *out, size_t nb, size_t block_bytes);
+/* The verdict from seconds per block of each way's n pieces (n even):
+ * 1 when the median non-temporal piece beats the median plain one by more
+ * than PX_PROBE_MARGIN.  The median, because one slow piece (an interrupt,
+ * the host taking the vCPU) must not decide, while a neighbour's steady
+ * use of the memory bus is part of what streaming saves; a tie stays
+ * plain, the choice that is never far off on a family measured both ways. */
+#define PX_PROBE_MARGIN 0.05
+int px_nt_verdict(const double *plain, const double *nt, int n);
+/* "not measured yet", "plain stores" or "non-temporal stores": what the
+ * probe decided for isa (bench notes). */
+const char *px_nt_verdict_name(philox_isa isa);
+/* Times one piece: runs fill(dist, c, out, nb, nt) and returns seconds.
+ * Tests replace it (a fake that still fills, with scripted times), so no
+ * verdict of theirs depends on this machine's speed. */
+typedef double (*px_probe_piece_fn)(px_fill_fn fill, rngsnap_dist dist,
+                                    const px_ctr *c, void *out, size_t nb,
+                                    int nt);
+extern px_probe_piece_fn px_probe_piece;
+/* Tests: forget every path's verdict (single-threaded, between fills). */
+void px_nt_probe_reset(void);
 
 #endif

@@ -69,14 +69,8 @@ static void px_select_init(void)
 #endif
     for (int i = 0; i < PHILOX_ISA_COUNT; i++)
         px_ok[i] = philox_isa_supported((philox_isa)i) != 0;
-    px_tune = px_tuning_detect();
-    const char *nt = getenv("RNGSNAP_PHILOX_NT_MIN");
-    if (nt != NULL && *nt != '\0') {
-        char *end;
-        unsigned long long b = strtoull(nt, &end, 10);
-        if (*end == '\0')
-            px_tune.nt_min = (size_t)b;
-    }
+    px_tune = px_tuning_env(px_tuning_detect(),
+                            getenv("RNGSNAP_PHILOX_NT_MIN"));
     const char *v = getenv("RNGSNAP_PHILOX_ISA");
     int want = (v == NULL || *v == '\0') ? PHILOX_ISA_AUTO
                                          : philox_isa_parse(v);

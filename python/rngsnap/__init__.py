@@ -22,6 +22,13 @@ See docs/python.md.  The rules this package keeps:
   SystemExit in one is raised as itself.  save() is called once per C
   size/save pair (its bytes are kept between the two); a load calls it
   too, for the size hint and for the backup it rolls back to.
+- register_generator(name, gen) saves a generator the job owns (torch,
+  NumPy, random) as an app state in a versioned, pickle-free encoding;
+  unregister_state(name) removes any app state.  Every save method first
+  reports the generators of the process that no open context tracks
+  (UntrackedGeneratorWarning, or UntrackedGeneratorError under
+  Context(untracked="error")); every load method first refuses a load of
+  a resumed context after a registered generator was drawn (OrderError).
 - Draws, save, load and the multi-rank calls release the GIL; callables
   and collectives take it back.  A Stream keeps its Context alive; after
   close() every call on either raises Error.  A KeyedStream (s.derive)
@@ -104,7 +111,7 @@ class Context(_rngsnap.Context):
 
     def __init__(self, config=None, resume=False, untracked="warn"):
         self._generators = _generators.Registry(self)
-        self._watch = _untracked.Watch(untracked)
+        self._watch = _untracked.Watch(self, untracked)
         if config is not None:
             super().__init__(config, resume)
             return
@@ -306,17 +313,17 @@ class Context(_rngsnap.Context):
         return self._watch.ignore(gen)
 
     def untracked_generators(self):
-        """Scan now: the generators of the process in no checkpoint, each
-        with .label, .places (where it lives) and .obj."""
-        return self._watch.scan(self._generators.covered())
+        """Scan now: the generators of the process that no open context
+        tracks, each with .label, .places (where it lives) and .obj."""
+        return self._watch.scan()
 
     @property
     def untracked(self):
         """What a save does about generators in no checkpoint: "warn"
-        (default: an UntrackedGeneratorWarning; the first save scans, a
-        later one when 100 times the last scan's time has passed), "error"
-        (every save scans; UntrackedGeneratorError, nothing written) or
-        "ignore" (no scan)."""
+        (default: an UntrackedGeneratorWarning; the process's first save
+        scans, a later one once 100 times the last scan's time has passed),
+        "error" (every save scans; UntrackedGeneratorError, nothing
+        written) or "ignore" (no scan)."""
         return self._watch.mode
 
     @untracked.setter
@@ -324,12 +331,15 @@ class Context(_rngsnap.Context):
         self._watch.mode = _untracked.check_mode(mode)
 
     def _before_save(self, method, args, kw):
+        # save_ranks(dir, group) and state_dict(gather=True, group) are
+        # collective: under "error" every rank refuses together.
         collective = None
-        if method == "save_ranks":
+        if method == "save_ranks" or (method == "state_dict" and kw.get(
+                "gather", args[0] if args else False)):
             group = kw.get("group", args[1] if len(args) > 1 else None)
             collective = (lambda flag: _generators.ranks_flagged(flag,
                                                                    group))
-        self._watch.before_save(self._generators.covered(), collective)
+        self._watch.before_save(method, collective)
 
     def _before_load(self, method, args, kw):
         _generators.check_order(self._generators.drawn(), method, args, kw,

@@ -46,12 +46,13 @@ def error(cls, message):
 def raised_by_python(e):
     """The error to raise for e, an rngsnap.Error of the core whose cause
     is an error of ours raised in a callable (a malformed state, a kind
-    mismatch): the cause's class, its text first, the core's after; else
-    None."""
+    mismatch): the cause's class, its text first, then the core's in
+    parentheses, less its copy of the cause's text; else None."""
     c = e.__cause__
     if not getattr(c, "rngsnap_python", False):
         return None
-    return error(type(c), "%s\n(%s)" % (c, e))
+    core = str(e).split("; the callable raised ")[0]
+    return error(type(c), "%s\n(%s)" % (c, core))
 
 
 def check_head(name, data, magic, versions):

@@ -212,6 +212,10 @@ class Registry:
     def forget(self, name):
         self._regs.pop(name, None)
 
+    def clear(self):
+        """Forget every registration (the context is closed)."""
+        self._regs.clear()
+
     def covered(self):
         """ids of every object a registration covers."""
         return {id(o) for r in self._regs.values() for o in r.adapter.objects}

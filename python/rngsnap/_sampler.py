@@ -19,6 +19,7 @@ import collections
 import operator
 import random as _random
 import struct
+import weakref
 
 import numpy as _np
 import torch as _torch
@@ -114,6 +115,7 @@ class ResumableSampler(_torch.utils.data.Sampler):
         self._epoch = self._taken = 0
         self._in_batches = False  # iter() comes from batches(): see __iter__
         self._generator = None    # the loader's generator, when we gave it
+        self._ctx = weakref.ref(ctx)  # ctx holds our callables: no cycle
         self._order_of = (None, None)  # (epoch, this rank's indices)
         ctx.register_state(name, save=self._save, load=self._load)
 
@@ -154,6 +156,11 @@ class ResumableSampler(_torch.utils.data.Sampler):
             # Else iter(loader) draws its workers' base seed from torch's
             # default generator, which the checkpoint holds.
             self._generator = loader.generator = _torch.Generator()
+            # Seeded from the stream at each epoch, so in no checkpoint:
+            # not one for the untracked-generator report.
+            ignore = getattr(self._ctx(), "ignore_generator", None)
+            if ignore is not None:
+                ignore(self._generator)
         if self._epoch >= self.num_epochs:  # the job is done
             return
         if len(self):
@@ -218,17 +225,17 @@ class ResumableSampler(_torch.utils.data.Sampler):
 
     def _save(self):
         length, bs, epochs, shuffle, drop, rank, world = self._config()
-        return _enc._HEAD.pack(SAMPLER_MAGIC, 1, _enc._ZERO3) + _BODY.pack(
+        return _enc.head(SAMPLER_MAGIC) + _BODY.pack(
             length, bs, epochs, shuffle, drop, b"\0\0", rank, world,
             self._epoch, self._taken)
 
     def _load(self, data):
         data = _enc.check_head(self.name, data, SAMPLER_MAGIC, (1,))
-        want = _enc._HEAD.size + _BODY.size
+        want = _enc.HEAD_SIZE + _BODY.size
         if len(data) != want:
             raise _enc.error(CorruptError, "%s: state is %d bytes, version 1 "
                              "is %d" % (self.name, len(data), want))
-        v = _BODY.unpack_from(data, _enc._HEAD.size)
+        v = _BODY.unpack_from(data, _enc.HEAD_SIZE)
         saved = list(v[:5]) + list(v[6:8])
         epoch, taken = v[8], v[9]
         length, bs, epochs, shuffle, drop, rank, world = saved

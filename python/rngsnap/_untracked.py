@@ -2,19 +2,20 @@
 generators"): at a save, the generators that live in the process but are
 in no checkpoint, by type and where they live.
 
-A generator counts as tracked when a register_generator() of this
+A generator counts as tracked when a register_generator() of an open
 context covers it, when ignore_generator() marked it, or when it is one
 of the process-wide generators that rngsnap.torch.track() owns (torch's
 default generators, NumPy's global RandomState, random's own instance)
-or that a library keeps for itself (tempfile's name generator).
+or that a library keeps for itself (the random.Random of each tempfile
+name sequence: tempfile's, multiprocessing's).
 
 The scan looks only for the types of modules already imported (it never
 imports torch or NumPy), walks gc.get_objects() and what each object
 refers to in one C pass (_rngsnap._find_instances: a torch.Generator is
 not tracked by the cycle collector, so it is found as a referent), and
 the frames of the running call stack.  Finding where an object lives
-costs more (one gc.get_referrers walk, for the dicts holding them), so it
-is done only for what is reported.
+costs more (gc.get_referrers walks), so it is done only for what is
+reported.
 """
 
 import gc
@@ -22,6 +23,7 @@ import sys
 import time
 import types as _types
 import warnings
+import weakref
 
 from . import InvalidError
 from . import _encoding as _enc
@@ -98,10 +100,16 @@ def library_generators():
     rnd = sys.modules.get("random")
     if rnd is not None:
         objs.append(getattr(rnd, "_inst", None))
-    tmp = sys.modules.get("tempfile")
-    seq = getattr(tmp, "_name_sequence", None)
-    objs.append(getattr(seq, "_rng", None))
     return {id(o): o for o in objs if o is not None}
+
+
+def _library_holders():
+    """Types whose instances hold a random.Random of a library's own (not
+    data): tempfile's name sequences (tempfile's, multiprocessing's
+    SemLock._rand).  The scan finds them with the generators."""
+    tmp = sys.modules.get("tempfile")
+    seq = getattr(tmp, "_RandomNameSequence", None)
+    return (seq,) if isinstance(seq, type) else ()
 
 
 def _label(obj):
@@ -161,22 +169,26 @@ def _inner_bit_generator(obj):
     return None
 
 
-def scan(covered, ignored):
+def scan(tracked):
     """Every untracked generator (a list of Found, places filled in);
-    covered and ignored: ids of objects that do not count."""
-    tracked, held = target_types()
-    if not tracked and not held:
+    tracked: ids of objects that do not count."""
+    in_gc, held = target_types()
+    if not in_gc and not held:
         return []
+    libs = _library_holders()
     objects = gc.get_objects()
-    pairs = _rngsnap._find_instances(objects, tracked, held)
+    pairs = _rngsnap._find_instances(objects, in_gc + libs, held)
     del objects
-    pairs += _frame_pairs(set(tracked + held))
-    skip = set(covered) | set(ignored) | set(library_generators())
+    pairs += _frame_pairs(set(in_gc + held))
+    skip = set(tracked) | set(library_generators())
+    for obj, _ in pairs:
+        if type(obj) in libs:
+            skip |= {id(obj), id(getattr(obj, "_rng", None))}
     objs, holders = {}, {}
     for obj, holder in pairs:
         if id(obj) not in skip:
             objs[id(obj)] = obj
-            if holder is not None:
+            if holder is not None and type(holder) is not Found:
                 holders.setdefault(id(obj), []).append(holder)
     del pairs
     # A bit generator inside a Generator/RandomState is that one's state.
@@ -191,16 +203,12 @@ def scan(covered, ignored):
 
 # ---- where they live -------------------------------------------------------
 
-def _key_of(container, obj):
+def _items(container):
     if isinstance(container, dict):
-        for k, v in container.items():
-            if v is obj:
-                return k
-    elif isinstance(container, (list, tuple)):
-        for i, v in enumerate(container):
-            if v is obj:
-                return i
-    return None
+        return container.items()
+    if isinstance(container, (list, tuple)):
+        return enumerate(container)
+    return ()
 
 
 def _inside(value, obj):
@@ -209,10 +217,20 @@ def _inside(value, obj):
     if value is obj:
         return ""
     if isinstance(value, (dict, tuple)) and not gc.is_tracked(value):
-        k = _key_of(value, obj)
-        if k is not None:
-            return "[%r]" % (k,)
+        for k, v in _items(value):
+            if v is obj:
+                return "[%r]" % (k,)
     return None
+
+
+def _key_of(container, obj):
+    """(key, suffix) of obj in container, directly (suffix "") or inside
+    an untracked dict/tuple it holds; (None, None) if neither."""
+    for k, v in _items(container):
+        suffix = _inside(v, obj)
+        if suffix is not None:
+            return k, suffix
+    return None, None
 
 
 def _attrs(o):
@@ -228,24 +246,19 @@ def _attrs(o):
 
 def _attr_place(holder, obj):
     attrs = _attrs(holder)
-    if attrs is None:
+    k, suffix = _key_of(attrs, obj) if attrs is not None else (None, None)
+    if k is None:
         return None
-    for k, v in attrs.items():
-        suffix = _inside(v, obj)
-        if suffix is not None:
-            return "%s.%s%s" % (type(holder).__qualname__, k, suffix)
-    return None
+    return "%s.%s%s" % (type(holder).__qualname__, k, suffix)
 
 
 def _frame_place(frame, obj):
-    for k, v in frame.f_locals.items():
-        suffix = _inside(v, obj)
-        if suffix is not None:
-            if frame.f_code.co_name == "<module>":
-                return "%s.%s%s" % (frame.f_globals.get("__name__"), k,
-                                    suffix)
-            return "%s() local %s%s" % (frame.f_code.co_qualname, k, suffix)
-    return None
+    k, suffix = _key_of(frame.f_locals, obj)
+    if k is None:
+        return None
+    if frame.f_code.co_name == "<module>":
+        return "%s.%s%s" % (frame.f_globals.get("__name__"), k, suffix)
+    return "%s() local %s%s" % (frame.f_code.co_qualname, k, suffix)
 
 
 def _place(holder, obj, modules, names):
@@ -256,16 +269,18 @@ def _place(holder, obj, modules, names):
             holder, "cr_frame", None)
         return _frame_place(frame, obj) if frame is not None else None
     if type(holder) in (dict, list, tuple):
-        k = _key_of(holder, obj)
+        k, suffix = _key_of(holder, obj)
+        if k is None:  # deeper than rngsnap looks
+            return "inside a %s" % type(holder).__name__
         if id(holder) in modules:
-            return "%s.%s" % (modules[id(holder)], k)
+            return "%s.%s%s" % (modules[id(holder)], k, suffix)
         name, is_attrs = names.get(id(holder), (None, False))
-        if k is None:  # deeper, in untracked containers
-            return "inside %s" % (name or "a " + type(holder).__name__)
         if name is None:
-            return "a %s, %s %r" % (type(holder).__name__, "key" if
-                                    type(holder) is dict else "item", k)
-        return "%s.%s" % (name, k) if is_attrs else "%s[%r]" % (name, k)
+            return "a %s, %s %r%s" % (type(holder).__name__, "key" if
+                                      type(holder) is dict else "item", k,
+                                      suffix)
+        return ("%s.%s%s" % (name, k, suffix) if is_attrs
+                else "%s[%r]%s" % (name, k, suffix))
     if isinstance(holder, _types.CellType):
         return "a closure variable"
     return _attr_place(holder, obj) or "a %s" % type(holder).__qualname__
@@ -308,7 +323,7 @@ def _referrers(objs, holders):
             snapshots.add(id(f.f_locals))
         f = f.f_back
     for r in gc.get_referrers(*objs):
-        if (r is objs or id(r) in snapshots
+        if (r is objs or id(r) in snapshots or type(r) is Found
                 or (isinstance(r, _types.FrameType) and _ours(r))):
             continue
         for x in gc.get_referents(r):
@@ -363,42 +378,69 @@ def _stacklevel():
     return level
 
 
-class Watch:
-    """A context's report: its mode, its ignored generators and when the
-    next scan is due."""
+# Every open context: what any of them registers or ignores is tracked
+# for all (a generator in one checkpoint is not a silent miss).
+_contexts = weakref.WeakSet()
 
-    def __init__(self, mode):
+
+class _Schedule:
+    """When the last scan of the process ended and what it cost: a scan
+    sees the whole process, so "warn" spaces them process-wide (a job
+    that opens a context per save pays one scan, not one per context)."""
+    last_end = None
+    last_cost = 0.0
+
+
+_schedule = _Schedule()
+
+
+def _tracked_everywhere():
+    ids = set()
+    for c in list(_contexts):
+        if c.closed:  # let go of what it kept for the report
+            c._watch.ignored.clear()
+            c._generators.clear()
+            continue
+        ids |= c._generators.covered()
+        ids |= set(c._watch.ignored)
+    return ids
+
+
+class Watch:
+    """A context's report: its mode and its ignored generators."""
+
+    def __init__(self, ctx, mode):
         self.mode = check_mode(mode)
         self.ignored = {}  # id -> object (kept alive: ids stay unique)
-        self._last_end = None
-        self._last_cost = 0.0
+        _contexts.add(ctx)
 
     def ignore(self, gen):
         for o in adapter_for(gen, "ignore_generator").objects:
             self.ignored[id(o)] = o
         return gen
 
-    def scan(self, covered):
+    def scan(self):
         start = _clock()
-        found = scan(covered, self.ignored)
-        self._last_end = _clock()
-        self._last_cost = self._last_end - start
+        found = scan(_tracked_everywhere())
+        _schedule.last_end = _clock()
+        _schedule.last_cost = _schedule.last_end - start
         return found
 
     def due(self):
         if self.mode == "ignore":
             return False
-        if self.mode == "error" or self._last_end is None:
+        if self.mode == "error" or _schedule.last_end is None:
             return True
-        return _clock() - self._last_end >= RESCAN_FACTOR * self._last_cost
+        return (_clock() - _schedule.last_end
+                >= RESCAN_FACTOR * _schedule.last_cost)
 
-    def before_save(self, covered, collective=None):
+    def before_save(self, method, collective=None):
         """Scan when due; warn, or raise UntrackedGeneratorError under
-        "error".  collective(flag) -> ranks that flagged (save_ranks: every
-        rank refuses together)."""
+        "error".  collective(flag) -> ranks that flagged (a collective
+        save method: every rank refuses together)."""
         if not self.due():
             return
-        found = self.scan(covered)
+        found = self.scan()
         if self.mode == "error":
             ranks = collective(bool(found)) if collective else []
             if found:
@@ -407,10 +449,10 @@ class Watch:
                     + report_text(found)))
             if ranks:
                 raise _enc.error(UntrackedGeneratorError, (
-                    "save_ranks refused on every rank, nothing written "
-                    "(untracked=\"error\"): rank%s %s found generators in no "
-                    "checkpoint") % ("s" if len(ranks) > 1 else "",
-                                     ", ".join(map(str, ranks))))
+                    "%s refused on every rank, nothing written "
+                    "(untracked=\"error\"): rank%s %s found generators in "
+                    "no checkpoint") % (method, "s" if len(ranks) > 1 else "",
+                                        ", ".join(map(str, ranks))))
         elif found:
             warnings.warn("rngsnap: " + report_text(found),
                           UntrackedGeneratorWarning,

@@ -31,11 +31,11 @@ import torch as _torch
 from . import Error, MismatchError
 from . import _encoding as _enc
 from . import _fingerprint as _fp
+from ._encoding import raised_by_python
+from ._generators import awaiting_load as _awaiting_load, check_order
 # Mid-epoch resume with a standard DataLoader (_sampler.py).
 from ._sampler import (DistributedResumableSampler, KeyedDataset,  # noqa
                        ResumableSampler, SampleKey, seed_words as _seed_words)
-from ._encoding import raised_by_python
-from ._generators import awaiting_load as _awaiting_load, check_order
 
 __all__ = ["track", "Tracker", "worker_init_fn", "seed_from",
            "WORKER_KEY_BASE", "ResumableSampler",
@@ -238,7 +238,8 @@ class Tracker:
         """ctx.load / load_bytes / load_ranks, checked first: a refusal
         happens before the C load, so it changes nothing at all.  An rngsnap error
         raised by one of our load callables (the core reports it as
-        BackendError, having rolled back) is raised as itself."""
+        BackendError, having rolled back) is raised as its own class: its
+        own message, then the BackendError's in parentheses."""
         call = getattr(type(self._ctx()), method)
 
         @functools.wraps(call)

@@ -7,6 +7,7 @@
  * close() cannot free the context under a running call of another thread.
  */
 #include "rngsnap_py.h"
+#include "words.h" /* the core's: its messages in Python's words */
 
 /* This thread's running save/load/ranks calls, innermost first. */
 static _Thread_local rsp_call *rsp_calls;
@@ -71,6 +72,7 @@ static int ctx_init(rsp_context *self, PyObject *args, PyObject *kw)
         rsp_raise(NULL, rc);
         return -1;
     }
+    rs_set_lang(ctx, RS_LANG_PYTHON);
     self->ctx = ctx;
     self->opened = 1;
     return 0;

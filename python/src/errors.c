@@ -1,10 +1,12 @@
 /*
  * errors.c - rngsnap.Error and one subclass per return code.
  *
- * str(e) is rngsnap_errmsg (which file, rank, section, stream); e.code is
- * the int code, e.name its name ("RNGSNAP_E_MISMATCH").  An exception
- * raised by a save/load callable during the C call is chained as the
- * Error's __cause__ (raise Error(...) from exc), with its traceback.
+ * str(e) is rngsnap_errmsg (which file, rank, section, stream; the core
+ * names the API in Python's words, context.c); e.code is the int code,
+ * e.name its name ("RNGSNAP_E_MISMATCH").  An exception raised by a
+ * save/load callable or a collective during the C call is chained as the
+ * Error's __cause__ (raise Error(...) from exc), with its traceback, and
+ * its own text ends the Error's first line.
  */
 #include "rngsnap_py.h"
 
@@ -50,7 +52,36 @@ int rsp_errors_init(PyObject *module)
     return 0;
 }
 
-static PyObject *make_error(int code, const char *msg)
+/* text + "; the callable raised ValueError: ..." (the one-line form that
+ * traceback prints for cause); text itself if that cannot be made. */
+static PyObject *with_cause(PyObject *text, PyObject *cause)
+{
+    PyObject *lines = NULL, *line = NULL, *joined = NULL, *sep = NULL;
+    PyObject *tb = PyImport_ImportModule("traceback");
+    if (tb)
+        lines = PyObject_CallMethod(tb, "format_exception_only", "OO",
+                                    (PyObject *)Py_TYPE(cause), cause);
+    if (lines && (sep = PyUnicode_FromString("")))
+        joined = PyUnicode_Join(sep, lines);
+    if (joined)
+        line = PyObject_CallMethod(joined, "rstrip", "s", "\n");
+    PyObject *r = line ? PyUnicode_FromFormat("%U; the callable raised %U",
+                                              text, line)
+                       : NULL;
+    Py_XDECREF(tb);
+    Py_XDECREF(lines);
+    Py_XDECREF(sep);
+    Py_XDECREF(joined);
+    Py_XDECREF(line);
+    if (!r) { /* a __str__ that raises: the cause still says it */
+        PyErr_Clear();
+        return Py_NewRef(text);
+    }
+    return r;
+}
+
+/* cause: the callable's exception (an Exception), or NULL. */
+static PyObject *make_error(int code, const char *msg, PyObject *cause)
 {
     PyObject *cls = (code > 0 && (size_t)code < RSP_NCODES)
                         ? rsp_error_class[code] : rsp_error_base;
@@ -58,6 +89,8 @@ static PyObject *make_error(int code, const char *msg)
      * UTF-8 show as \xNN instead of raising UnicodeDecodeError. */
     PyObject *text = PyUnicode_DecodeUTF8(msg, (Py_ssize_t)strlen(msg),
                                           "backslashreplace");
+    if (text && cause)
+        Py_SETREF(text, with_cause(text, cause));
     PyObject *exc = text ? PyObject_CallOneArg(cls, text) : NULL;
     Py_XDECREF(text);
     if (!exc)
@@ -78,7 +111,7 @@ static PyObject *make_error(int code, const char *msg)
 
 PyObject *rsp_raise_msg(int code, const char *msg)
 {
-    PyObject *exc = make_error(code, msg);
+    PyObject *exc = make_error(code, msg, NULL);
     if (exc) {
         PyErr_SetObject((PyObject *)Py_TYPE(exc), exc);
         Py_DECREF(exc);
@@ -89,8 +122,12 @@ PyObject *rsp_raise_msg(int code, const char *msg)
 PyObject *rsp_raise(rsp_context *owner, int code)
 {
     PyObject *exc = NULL;
+    PyObject *cause = owner ? owner->pending_value : NULL;
+    if (cause && !PyErr_GivenExceptionMatches(cause, PyExc_Exception))
+        cause = NULL; /* Ctrl-C: raised as itself, below */
     if (code) {
-        exc = make_error(code, rngsnap_errmsg(owner ? owner->ctx : NULL));
+        exc = make_error(code, rngsnap_errmsg(owner ? owner->ctx : NULL),
+                         cause);
         if (!exc) {
             if (owner)
                 rsp_drop_pending(owner);

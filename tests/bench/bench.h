@@ -14,6 +14,8 @@ typedef struct bench_cfg {
     int runs;       /* runs per measurement (median reported)      */
     double min_s;   /* each run repeats the operation this long    */
     int json_only;  /* --json: JSON lines only                     */
+    int cpu_clock;  /* --cpu-time: time runs on the thread's CPU
+                       clock (fill and paths sections only)        */
 } bench_cfg;
 
 extern bench_cfg B;
@@ -36,6 +38,8 @@ typedef struct bench_summary {
 extern bench_summary S;
 
 double bench_now(void);
+/* This thread's CPU time in seconds (CLOCK_THREAD_CPUTIME_ID). */
+double bench_cpu_now(void);
 /* Median seconds per call of fn(arg) over B.runs runs, each run
  * repeating fn until B.min_s has passed (or at least once). */
 double bench_time(void (*fn)(void *), void *arg);

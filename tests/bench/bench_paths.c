@@ -99,9 +99,11 @@ static void tuning_text(const px_tuning *t, char *buf, size_t len)
     else
         size_text(t->large_min, lg, sizeof lg);
     snprintf(buf, len,
-             "row \"%s\": non-temporal from %s, prefetchw from %s, "
+             "row \"%s\": non-temporal from %s%s, prefetchw from %s, "
              "%d groups (avx2) from %s",
-             t->family, nt, pf, t->large_groups, lg);
+             t->family, nt,
+             t->nt_probe ? " if the first such fill measures it faster" : "",
+             pf, t->large_groups, lg);
 }
 
 /* U32, F32, F64 (and the normals) of each path next to the native loop,
@@ -165,11 +167,11 @@ static void bench_large_fills(void *buf, size_t cap, const philox_isa *paths,
         "non-temporal, 3 groups", "non-temporal, 4 groups",
         "this family's row"};
     const px_tuning ways[] = {
-        {"", M, M, M, 3}, {"", M, M, 0, 3}, {"", M, 0, M, 3},
-        {"", M, 0, 0, 3}, {"", M, 0, 0, 4}, {"", 0, M, M, 3},
-        {"", 0, M, 0, 3}, {"", 0, M, 0, 4}, px_tune};
+        {"", M, M, M, 3, 0}, {"", M, M, 0, 3, 0}, {"", M, 0, M, 3, 0},
+        {"", M, 0, 0, 3, 0}, {"", M, 0, 0, 4, 0}, {"", 0, M, M, 3, 0},
+        {"", 0, M, 0, 3, 0}, {"", 0, M, 0, 4, 0}, px_tune};
     enum { NW = sizeof ways / sizeof ways[0] };
-    char title[256], row[200];
+    char title[400], row[300];
     tuning_text(&px_tune, row, sizeof row);
     snprintf(title, sizeof title, "large fills, u32, each way (%s)", row);
     bench_section(title);
@@ -215,6 +217,11 @@ static void bench_large_fills(void *buf, size_t cap, const philox_isa *paths,
                      t[n], tb[n], t[n], tb[n]);
         }
     }
+    if (px_tune.nt_probe)
+        for (int p = 0; p < npaths; p++)
+            bench_note("%s: the row's first fill of %zu MiB or more chose "
+                       "%s", philox_isa_name(paths[p]), px_tune.nt_min >> 20,
+                       px_nt_verdict_name(paths[p]));
 }
 
 void bench_paths(void *buf, size_t cap)

@@ -436,7 +436,7 @@ static void resume_gate_both_ways(void **state)
     assert_string_equal(rngsnap_errmsg(ctx),
                         "save checkpoint bytes: this context was opened "
                         "with RNGSNAP_RESUME and has not loaded a "
-                        "checkpoint yet");
+                        "checkpoint yet (call rngsnap_load first)");
     assert_null(early);
     assert_int_equal(early_size, 0);
     /* a failed load keeps the gate shut */

@@ -741,6 +741,8 @@ static void no_overwrite_without_replace(void **state)
     free(ct_draw_all(ctx, 10));
     assert_int_equal(rngsnap_save(ctx, p, 0), RNGSNAP_E_EXISTS);
     assert_msg(ctx, p);
+    /* C's words (a Python context says replace=True: test_python_words) */
+    assert_msg(ctx, " exists; pass RNGSNAP_SAVE_REPLACE to replace it");
     uint8_t *still = ct_read(p, &len2);
     assert_int_equal(len1, len2);
     assert_memory_equal(first, still, len1);
@@ -786,6 +788,8 @@ static void resume_gate_both_ways(void **state)
     assert_int_equal(rngsnap_save(ctx, ckpt("gate.ckpt"),
                                   RNGSNAP_SAVE_REPLACE),
                      RNGSNAP_E_ORDER);
+    assert_msg(ctx, ": this context was opened with RNGSNAP_RESUME and has "
+               "not loaded a checkpoint yet (call rngsnap_load first)");
     /* a failed load keeps the gate shut */
     assert_int_equal(rngsnap_load(ctx, ckpt("absent.ckpt"), 0), RNGSNAP_E_IO);
     assert_int_equal(rngsnap_generate(s, RNGSNAP_U32, w, 4), RNGSNAP_E_ORDER);

@@ -41,6 +41,7 @@ static int write_pause_in = -1, write_pause_out = -1; /* see __wrap_write */
 static int open_dir_fail;     /* fail every open of a folder: EACCES      */
 static mode_t close_fail_kind; /* S_IFDIR or S_IFREG: fail its next close */
 static int read_calls, read_chunk, read_eintr;
+static time_t fake_now;       /* when set, the clock time() answers       */
 
 int __real_fsync(int fd);
 int __real_rename(const char *a, const char *b);
@@ -116,6 +117,19 @@ ssize_t __wrap_read(int fd, void *buf, size_t n)
         n = (size_t)read_chunk;
     return __real_read(fd, buf, n);
 }
+time_t __real_time(time_t *t);
+
+/* The core's clock (the stale-temporary rule), fixed when fake_now is
+ * set: the ages the tests give files are then exact, however long the
+ * test takes between setting them and saving. */
+time_t __wrap_time(time_t *t)
+{
+    time_t now = fake_now ? fake_now : __real_time(NULL);
+    if (t)
+        *t = now;
+    return now;
+}
+
 static const char *race_path; /* created by "another process" on write */
 static const char RACER[] = "written by a racing creator";
 
@@ -153,6 +167,7 @@ static void reset(void)
     close_fail_kind = 0;
     read_calls = read_chunk = read_eintr = 0;
     race_path = NULL;
+    fake_now = 0;
     fsync_errno = EIO;
     renameat2_errno = EIO;
 }
@@ -638,14 +653,19 @@ static int find_entry(const char *dir, const char *prefix, char *out,
     return found;
 }
 
-/* Last written an hour ago (a path; links are not followed). */
-static void age(const char *path)
+/* Last written `by` seconds from now by the core's clock (a path; links
+ * are not followed): a file's age is set, never waited for. */
+static void stamp(const char *path, long by)
 {
-    struct timespec t[2];
-    clock_gettime(CLOCK_REALTIME, &t[0]);
-    t[0].tv_sec -= 3600;
+    struct timespec t[2] = {{.tv_sec = time(NULL) + by}};
     t[1] = t[0];
     assert_int_equal(utimensat(AT_FDCWD, path, t, AT_SYMLINK_NOFOLLOW), 0);
+}
+
+/* Last written an hour ago. */
+static void age(const char *path)
+{
+    stamp(path, -3600);
 }
 
 static int exists(const char *path)
@@ -717,12 +737,15 @@ static void stale_temp_removed_by_next_save(void **state)
         struct stat st;
         assert_int_equal(stat(tmpname, &st), 0);
         assert_true(st.st_size > 0); /* part of the new checkpoint */
-        /* fresh: within the grace period, kept */
+        /* The core's clock stands still from here: ages are exact. */
+        fake_now = __real_time(NULL);
+        /* 59 s old: within the grace period (60 s), kept */
+        stamp(tmpname, -59);
         logged_save(fx, flags, log, sizeof log);
         assert_string_equal(log, "");
         assert_true(exists(tmpname));
-        /* an hour old and unlocked: removed, and said */
-        age(tmpname);
+        /* 61 s old and unlocked: removed, and said */
+        stamp(tmpname, -61);
         logged_save(fx, flags, log, sizeof log);
         snprintf(want, sizeof want,
                  "rngsnap info: removed stale temporary file %s (%lld bytes, "
@@ -731,6 +754,7 @@ static void stale_temp_removed_by_next_save(void **state)
                  tmpname, (long long)st.st_size);
         assert_string_equal(log, want);
         assert_new(fx);
+        fake_now = 0;
     }
 }
 

@@ -152,13 +152,15 @@ static void bad_arguments(void **state)
     rngsnap *ctx = open_ctx();
     assert_int_equal(rngsnap_unregister_state(ctx, "nope"),
                      RNGSNAP_E_INVALID);
-    assert_errmsg(ctx, "unregister_state: no app state nope is registered");
+    assert_errmsg(ctx, "rngsnap_unregister_state: no app state nope is "
+                       "registered");
     assert_int_equal(rngsnap_register_state(ctx, "a", &ops, &a), 0);
     assert_int_equal(rngsnap_unregister_state(ctx, "a"), 0);
     assert_int_equal(rngsnap_unregister_state(ctx, "a"), RNGSNAP_E_INVALID);
-    assert_errmsg(ctx, "unregister_state: no app state a is registered");
+    assert_errmsg(ctx, "rngsnap_unregister_state: no app state a is "
+                       "registered");
     assert_int_equal(rngsnap_unregister_state(ctx, NULL), RNGSNAP_E_INVALID);
-    assert_errmsg(ctx, "unregister_state: name is NULL");
+    assert_errmsg(ctx, "rngsnap_unregister_state: name is NULL");
     assert_int_equal(rngsnap_unregister_state(NULL, "a"), RNGSNAP_E_INVALID);
     assert_string_equal(rngsnap_errmsg(NULL),
                         "rngsnap_unregister_state: ctx is NULL");
@@ -192,9 +194,10 @@ static void refused_inside_callbacks(void **state)
     a.hook_rc = -100;
     assert_int_equal(rngsnap_save(ctx, ckpt("cb.ckpt"), 0), 0);
     assert_int_equal(a.hook_rc, RNGSNAP_E_INVALID);
-    assert_string_equal(a.hook_msg, "unregister_state a: called from a save "
-                                    "or load callback of the same context "
-                                    "(it is locked while they run)");
+    assert_string_equal(a.hook_msg, "rngsnap_unregister_state a: called "
+                                    "from a save or load callback of the "
+                                    "same context (it is locked while they "
+                                    "run)");
     /* from save() during a load (its backup) */
     a.hook_rc = -100;
     assert_int_equal(rngsnap_load(ctx, ckpt("cb.ckpt"), 0), 0);
@@ -207,9 +210,9 @@ static void refused_inside_callbacks(void **state)
     a.hook_rc = -100;
     assert_int_equal(rngsnap_save(ctx, ckpt("cb2.ckpt"), 0), 0);
     assert_int_equal(a.hook_rc, RNGSNAP_E_INVALID);
-    assert_string_equal(a.hook_msg, "register_state late: called from a "
-                                    "save or load callback of the same "
-                                    "context (it is locked while they "
+    assert_string_equal(a.hook_msg, "rngsnap_register_state late: called "
+                                    "from a save or load callback of the "
+                                    "same context (it is locked while they "
                                     "run)");
     app_names(ckpt("cb2.ckpt"), names, sizeof names);
     assert_string_equal(names, "a");

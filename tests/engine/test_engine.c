@@ -272,6 +272,8 @@ static void test_normal_f32_edge_words(void **state)
     free(got);
 }
 
+#define WAY_MIB ((size_t)1 << 20)
+
 /* The per-family rows: each known family gets its row, a neighbour
  * outside the row's model range and another vendor get "other". */
 static void test_tuning_rows(void **state)
@@ -284,10 +286,33 @@ static void test_tuning_rows(void **state)
     /* family 19h model 11h is Zen 4: no row of its own */
     assert_string_equal(px_tuning_for("AuthenticAMD", 0x19, 0x11).family,
                         "other");
+    assert_int_equal(px_tuning_for("AuthenticAMD", 0x19, 0x01).nt_probe, 0);
     px_tuning z5 = px_tuning_for("AuthenticAMD", 0x1A, 0x02);
     assert_string_equal(z5.family, "AMD Zen 5");
-    assert_true(z5.nt_min == SIZE_MAX); /* measured slower there */
+    /* two Zen 5 VMs disagreed: from 64 MiB the first fill measures */
+    assert_true(z5.nt_min == 64 * WAY_MIB);
+    assert_int_equal(z5.nt_probe, 1);
+    /* RNGSNAP_PHILOX_NT_MIN: a size replaces nt_min and the probe */
+    px_tuning z5env = px_tuning_env(z5, "12345");
+    assert_true(z5env.nt_min == 12345);
+    assert_int_equal(z5env.nt_probe, 0);
+    assert_true(z5env.prefetch_min == z5.prefetch_min);
+    static const char *const keep[] = {NULL, "", "64M", "-"};
+    for (size_t i = 0; i < sizeof keep / sizeof keep[0]; i++) {
+        px_tuning k = px_tuning_env(z5, keep[i]);
+        assert_true(k.nt_min == z5.nt_min);
+        assert_int_equal(k.nt_probe, 1);
+    }
+    /* Emerald Rapids streams from 16 MiB (measured); Sapphire Rapids
+     * (not measured) and an AMD part with the same family and model
+     * numbers get "other" */
+    px_tuning emr = px_tuning_for("GenuineIntel", 0x06, 0xCF);
+    assert_string_equal(emr.family, "Intel Emerald Rapids");
+    assert_true(emr.nt_min == 16 * WAY_MIB);
+    assert_int_equal(emr.nt_probe, 0);
     assert_string_equal(px_tuning_for("GenuineIntel", 0x06, 0x8F).family,
+                        "other");
+    assert_string_equal(px_tuning_for("AuthenticAMD", 0x06, 0xCF).family,
                         "other");
     assert_string_equal(px_tuning_for(NULL, 0x19, 0x01).family, "other");
     /* cpuid leaf 1 eax -> display family and model */
@@ -308,6 +333,7 @@ static void test_tuning_rows(void **state)
         {0x000A0671u, 0x06, 0xA7}, /* Rocket Lake                    */
         {0x00030F00u, 0x0F, 0x30}, /* extended model used at 0xF too */
         {0x00010580u, 0x05, 0x08}, /* base 5: extended model ignored */
+        {0x000C06F2u, 0x06, 0xCF}, /* Xeon Emerald Rapids            */
     };
     for (size_t i = 0; i < sizeof ids / sizeof ids[0]; i++) {
         unsigned f = 0, m = 0;
@@ -319,16 +345,15 @@ static void test_tuning_rows(void **state)
 }
 
 /* Every way a CPU family's row can write a large fill (from 1 MiB). */
-#define WAY_MIB ((size_t)1 << 20)
 static const px_tuning large_ways[] = {
-    {"non-temporal, 6 groups", WAY_MIB, SIZE_MAX, SIZE_MAX, 3},
-    {"non-temporal, 3 groups", WAY_MIB, SIZE_MAX, 0, 3},
-    {"non-temporal, 4 groups", WAY_MIB, SIZE_MAX, 0, 4},
-    {"prefetchw, 6 groups", SIZE_MAX, WAY_MIB, SIZE_MAX, 3},
-    {"prefetchw, 3 groups", SIZE_MAX, WAY_MIB, 0, 3},
-    {"prefetchw, 4 groups", SIZE_MAX, WAY_MIB, 0, 4},
-    {"plain, 3 groups", SIZE_MAX, SIZE_MAX, 0, 3},
-    {"plain, 4 groups", SIZE_MAX, SIZE_MAX, 0, 4},
+    {"non-temporal, 6 groups", WAY_MIB, SIZE_MAX, SIZE_MAX, 3, 0},
+    {"non-temporal, 3 groups", WAY_MIB, SIZE_MAX, 0, 3, 0},
+    {"non-temporal, 4 groups", WAY_MIB, SIZE_MAX, 0, 4, 0},
+    {"prefetchw, 6 groups", SIZE_MAX, WAY_MIB, SIZE_MAX, 3, 0},
+    {"prefetchw, 3 groups", SIZE_MAX, WAY_MIB, 0, 3, 0},
+    {"prefetchw, 4 groups", SIZE_MAX, WAY_MIB, 0, 4, 0},
+    {"plain, 3 groups", SIZE_MAX, SIZE_MAX, 0, 3, 0},
+    {"plain, 4 groups", SIZE_MAX, SIZE_MAX, 0, 4, 0},
 };
 #define NWAYS (sizeof large_ways / sizeof large_ways[0])
 
@@ -436,6 +461,157 @@ static void test_large_fills_kernels(void **state)
         }
     }
     px_tune = saved;
+    free(a);
+    free(b);
+}
+
+/* The probe's verdict from seconds per block of each way's pieces: the
+ * median pieces decide, by more than the margin, so one slow piece cannot,
+ * and a tie stays plain. */
+static void test_nt_verdict(void **state)
+{
+    (void)state;
+    const double one[4] = {1, 1, 1, 1};
+    const double half[4] = {.5, .5, .5, .5};
+    const double near[4] = {.96, .96, .96, .96}; /* within 5% */
+    const double faster[4] = {.94, .94, .94, .94};
+    const double plain_hit[4] = {1, 9, 1, 1};      /* one slow piece */
+    const double nt_hit[4] = {.5, 9, .5, .5};
+    const double plain_lucky[4] = {2, .9, 2, 2};   /* one fast plain piece */
+    const double nt_lucky[4] = {1, .1, 1, 1};
+    const double nt_split[4] = {.5, .5, 1, 1};     /* median .75 */
+    assert_int_equal(px_nt_verdict(one, half, 4), 1);
+    assert_int_equal(px_nt_verdict(one, faster, 4), 1);
+    assert_int_equal(px_nt_verdict(one, near, 4), 0);
+    assert_int_equal(px_nt_verdict(one, one, 4), 0);
+    assert_int_equal(px_nt_verdict(half, one, 4), 0);
+    assert_int_equal(px_nt_verdict(plain_hit, one, 4), 0);
+    assert_int_equal(px_nt_verdict(one, nt_hit, 4), 1);
+    assert_int_equal(px_nt_verdict(plain_lucky, one, 4), 1);
+    assert_int_equal(px_nt_verdict(one, nt_lucky, 4), 0);
+    assert_int_equal(px_nt_verdict(one, nt_split, 4), 1);
+    assert_int_equal(px_nt_verdict(nt_split, one, 4), 0);
+}
+
+/* A fake piece timer for the probe: it fills (so the bits are the real
+ * kernel's) and reports scripted seconds per block for each way, so the
+ * verdict is the test's, not this machine's. */
+static double fake_s_per_block[2];
+static int fake_pieces[2];
+static size_t fake_blocks;
+
+static double fake_piece(px_fill_fn fill, rngsnap_dist dist, const px_ctr *c,
+                         void *out, size_t nb, int nt)
+{
+    fill(dist, c, out, nb, nt);
+    fake_pieces[nt != 0]++;
+    fake_blocks += nb;
+    return (double)nb * fake_s_per_block[nt != 0];
+}
+
+/* A row that probes: the first fill of at least nt_min on a path is
+ * written in 8 pieces, 4 plain and 4 non-temporal, covering its whole
+ * blocks once (the bits equal scalar for u32, f64, the normals and the
+ * 32-byte blocks of curand_uniform_f64, from an output 8 bytes off a
+ * line); the verdict follows the (scripted) times and holds for every
+ * later fill of that path without probing again; below nt_min nothing is
+ * probed; a fill too small to split leaves the question open. */
+static void test_nt_probe(void **state)
+{
+    (void)state;
+    static const rngsnap_dist dists[] = {RNGSNAP_U32, RNGSNAP_F64,
+                                         RNGSNAP_NORMAL_F64,
+                                         RNGSNAP_CURAND_UNIFORM_F64};
+    static const struct {
+        double plain, nt;
+        int stream;
+    } cases[] = {{2e-9, 1e-9, 1}, {1e-9, 2e-9, 0}, {1e-9, 0.97e-9, 0}};
+    philox_isa best;
+    assert_int_equal(philox_isa_resolve(PHILOX_ISA_AUTO, &best, NULL),
+                     RNGSNAP_OK);
+    px_tuning saved = px_tune;
+    /* the threshold counts 16 bytes a block (curand_uniform_f64 writes
+     * 32): half of the fill below, for every dist */
+    const size_t nt_at = WAY_MIB / 2;
+    const px_tuning probing = {"probing", nt_at, SIZE_MAX, SIZE_MAX, 3, 1};
+    size_t bytes = WAY_MIB + 4096;
+    unsigned char *a = aligned_alloc(64, bytes + 64);
+    unsigned char *b = aligned_alloc(64, bytes + 64);
+    assert_non_null(a);
+    assert_non_null(b);
+    for (size_t di = 0; di < sizeof dists / sizeof dists[0]; di++) {
+        rngsnap_dist d = dists[di];
+        size_t nd = bytes / vsize(d); /* a multiple of 4 values */
+        rngsnap_philox s0 = {77 + di, 5, 0};
+        rngsnap_philox sa = s0;
+        px_tune = saved;
+        assert_int_equal(philox_generate_isa(&sa, d, a + 8, nd,
+                                             PHILOX_ISA_SCALAR), RNGSNAP_OK);
+        size_t nb = (size_t)philox_words_for(d, nd) / 4;
+        for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
+            for (int p = 0; p < npaths; p++) {
+                px_nt_probe_reset();
+                px_probe_piece = fake_piece;
+                fake_s_per_block[0] = cases[ci].plain;
+                fake_s_per_block[1] = cases[ci].nt;
+                fake_pieces[0] = fake_pieces[1] = 0;
+                fake_blocks = 0;
+                px_tune = probing;
+                assert_string_equal(px_nt_verdict_name(paths[p]),
+                                    "not measured yet");
+                for (int round = 0; round < 2; round++) {
+                    rngsnap_philox sb = s0;
+                    memset(b, 0xA5, bytes + 64);
+                    assert_int_equal(philox_generate_isa(&sb, d, b + 8, nd,
+                                                         paths[p]),
+                                     RNGSNAP_OK);
+                    assert_true(sb.offset == sa.offset);
+                    if (memcmp(a + 8, b + 8, nd * vsize(d)) != 0)
+                        fail_msg("%s, dist %d, case %zu, fill %d: differs "
+                                 "from scalar", philox_isa_name(paths[p]),
+                                 (int)d, ci, round);
+                    /* probed once: the second fill adds no piece */
+                    assert_int_equal(fake_pieces[0], 4);
+                    assert_int_equal(fake_pieces[1], 4);
+                    assert_true(fake_blocks == nb);
+                }
+                assert_string_equal(px_nt_verdict_name(paths[p]),
+                                    cases[ci].stream ? "non-temporal stores"
+                                                     : "plain stores");
+                assert_int_equal(px_nt_choice(paths[p], nt_at),
+                                 cases[ci].stream);
+                assert_int_equal(px_nt_choice(paths[p], nt_at - 1), 0);
+            }
+        }
+    }
+    /* below nt_min: never probed */
+    px_nt_probe_reset();
+    px_probe_piece = fake_piece;
+    px_tune = probing;
+    fake_pieces[0] = fake_pieces[1] = 0;
+    rngsnap_philox s = {1, 2, 0};
+    assert_int_equal(philox_generate_isa(&s, RNGSNAP_U32, b, nt_at / 4 - 4,
+                                         best), RNGSNAP_OK);
+    assert_int_equal(fake_pieces[0] + fake_pieces[1], 0);
+    assert_string_equal(px_nt_verdict_name(best), "not measured yet");
+    /* one probe at a time: while it runs, other fills write plain */
+    assert_int_equal(px_nt_choice(best, nt_at), PX_NT_PROBE);
+    assert_int_equal(px_nt_choice(best, nt_at), 0);
+    /* a fill of fewer blocks than pieces: plain, and the next one asks */
+    px_nt_probe_reset();
+    px_probe_piece = fake_piece;
+    px_tune = (px_tuning){"probing", 0, SIZE_MAX, SIZE_MAX, 3, 1};
+    uint32_t w[28], want[28];
+    rngsnap_philox s1 = {9, 9, 0}, s2 = s1;
+    assert_int_equal(philox_generate_isa(&s1, RNGSNAP_U32, w, 28, best),
+                     RNGSNAP_OK);
+    assert_string_equal(px_nt_verdict_name(best), "not measured yet");
+    assert_int_equal(px_nt_choice(best, 16), PX_NT_PROBE);
+    px_tune = saved;
+    assert_int_equal(philox_generate_isa(&s2, RNGSNAP_U32, want, 28,
+                                         PHILOX_ISA_SCALAR), RNGSNAP_OK);
+    assert_memory_equal(w, want, sizeof w);
+    px_nt_probe_reset();
     free(a);
     free(b);
 }
@@ -801,6 +977,8 @@ int main(void)
         cmocka_unit_test(test_large_fills),
         cmocka_unit_test(test_large_fills_kernels),
         cmocka_unit_test(test_tuning_rows),
+        cmocka_unit_test(test_nt_verdict),
+        cmocka_unit_test(test_nt_probe),
         cmocka_unit_test(test_normal_f32_edge_words),
         cmocka_unit_test(test_uniform_formulas),
         cmocka_unit_test(test_math_bounds),

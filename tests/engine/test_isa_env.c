@@ -6,7 +6,8 @@
  *   RNGSNAP_PHILOX_ISA=scalar -> the plugin runs the scalar path even with
  *                               isa = avx2 in its section, and says so.
  * And once more with RNGSNAP_PHILOX_NT_MIN=12345 as well: that replaces
- * the CPU family's nt_min (without it the row's own value stands).
+ * the CPU family's nt_min and turns its probe off (without it the row's
+ * own values stand).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -63,10 +64,13 @@ static void test_nt_min(void **state)
     px_tuning row = px_tuning_detect();
     assert_string_equal(px_tune.family, row.family);
     const char *nt = getenv("RNGSNAP_PHILOX_NT_MIN");
-    if (nt != NULL)
+    if (nt != NULL) { /* an explicit size: the row's probe is off too */
         assert_true(px_tune.nt_min == (size_t)strtoull(nt, NULL, 10));
-    else
+        assert_int_equal(px_tune.nt_probe, 0);
+    } else {
         assert_true(px_tune.nt_min == row.nt_min);
+        assert_int_equal(px_tune.nt_probe, row.nt_probe);
+    }
     assert_true(px_tune.prefetch_min == row.prefetch_min);
 }
 

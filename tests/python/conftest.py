@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 
 import pytest
 
@@ -48,3 +49,44 @@ def spawn_ranks(code, n, rdv, *args):
         assert p.returncode == 0, e
         outs.append(json.loads(o.strip().splitlines()[-1]))
     return sorted(outs, key=lambda x: x["rank"])
+
+
+def while_drawing(draw, probe, attempts=20):
+    """Run draw() in another thread and probe() in this one, over and over
+    until the draw returns; the first result of probe() that is not None
+    is returned.  A probe that can only answer while the draw is inside
+    the C call (a buffer export it holds, a stream it has taken) sees it
+    there whatever the machine's speed: each draw is repeated until one
+    is caught, up to `attempts` draws (then None)."""
+    for _ in range(attempts):
+        done = threading.Event()
+
+        def run():
+            try:
+                draw()
+            finally:
+                done.set()
+
+        t = threading.Thread(target=run)
+        t.start()
+        try:
+            while not done.is_set():
+                got = probe()
+                if got is not None:
+                    return got
+        finally:
+            t.join()
+    return None
+
+
+def export_held(buf):
+    """A probe for while_drawing: True while resizing the array.array buf
+    is refused (a call holds its buffer), else None, buf left as it was."""
+    def probe():
+        try:
+            buf.append(0)
+        except BufferError:
+            return True
+        buf.pop()
+        return None
+    return probe

@@ -7,6 +7,8 @@ import pytest
 
 import rngsnap
 
+from collectives import LinkDown, OneRank
+
 
 def test_callables_kept_alive(ctx, tmp_path):
     box = {"v": b"state-1"}
@@ -99,34 +101,18 @@ def test_register_checks(ctx):
         ctx.register_state("x", save=bytes, load=print)  # duplicate name
 
 
-class _OneRank:
-    """The collectives of a world of one (what _TorchComm provides)."""
-    size = 1
-
-    def allgather(self, data):
-        return data
-
-    def broadcast(self, data, root):
-        return data
-
-
-class _LinkDown(_OneRank):
-    def allgather(self, data):
-        raise ConnectionError("link down")
-
-
 def test_collective_exception_fails_the_call(ctx, tmp_path):
     d = tmp_path / "ck"
     with pytest.raises(rngsnap.Error) as e:
-        ctx._save_ranks(d, _LinkDown(), 0, 1, False)
+        ctx._save_ranks(d, LinkDown(), 0, 1, False)
     assert isinstance(e.value.__cause__, ConnectionError)
     assert e.value.name == "RNGSNAP_E_BACKEND"
     assert not (d / "MANIFEST").exists()
     # the same calls with working collectives: a resume of one rank
     s = ctx.stream("cpu", 0, "dropout")
-    ctx._save_ranks(d, _OneRank(), 0, 1, True)
+    ctx._save_ranks(d, OneRank(), 0, 1, True)
     a = s.generate("u64", 5)
-    ctx._load_ranks(d, _OneRank(), 0, 1, False)
+    ctx._load_ranks(d, OneRank(), 0, 1, False)
     assert (s.generate("u64", 5) == a).all()
 
 

@@ -22,6 +22,8 @@ sys.path.insert(0, %r)
 import torch, rngsnap, rngsnap.torch
 from train_example import Augmented, Shuffle, BATCH
 d, workers, resume = sys.argv[1], int(sys.argv[2]), sys.argv[3] == "resume"
+hold = int(sys.argv[4])  # after this many batches, stand still (0: never)
+printed = 0
 ck = os.path.join(d, "ck.rngsnap")
 ctx = rngsnap.Context(resume=resume)
 if not resume:
@@ -47,12 +49,17 @@ while pos[0] < 2:
         ctx.save(ck, replace=True)
         print("batch", pos[0], pos[1], x.numpy().tobytes().hex(),
               y.numpy().tobytes().hex(), flush=True)
+        printed += 1
+        if printed == hold:
+            import threading
+            threading.Event().wait()  # until killed, workers running
     pos[:] = [pos[0] + 1, 0]
 """ % HERE
 
 
-def _start(d, workers, mode):
-    return subprocess.Popen([sys.executable, "-c", JOB, d, str(workers), mode],
+def _start(d, workers, mode, hold=0):
+    return subprocess.Popen([sys.executable, "-c", JOB, d, str(workers), mode,
+                             str(hold)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, start_new_session=True)
 
@@ -79,7 +86,7 @@ def test_killed_mid_epoch_resumes_the_same_batches(tmp_path, uninterrupted,
                                                    kill_after, workers_after):
     assert len(uninterrupted) == 16
     d = str(tmp_path)
-    p = _start(d, 2, "fresh")
+    p = _start(d, 2, "fresh", hold=kill_after)  # stands still there
     seen = []
     for line in p.stdout:
         seen.append(line)
@@ -92,10 +99,9 @@ def test_killed_mid_epoch_resumes_the_same_batches(tmp_path, uninterrupted,
     resumed = _batches(_finish(_start(d, workers_after, "resume")))
     first = min(resumed)
     assert first[1] > 1, first  # mid-epoch: the sampler skipped ahead
-    # Batch k is printed after its checkpoint is saved: the job resumes at
-    # least from the last batch it printed (later if it saved more before
-    # the kill landed).
-    assert first >= (max(before)[0], max(before)[1] + 1), (first, before)
+    # Batch k is printed after its checkpoint is saved, and the job stood
+    # still after the last one it printed: it resumes right after it.
+    assert first == (max(before)[0], max(before)[1] + 1), (first, before)
     assert sorted(resumed) == [k for k in sorted(uninterrupted) if k >= first]
     for k in resumed:
         assert resumed[k] == uninterrupted[k], k

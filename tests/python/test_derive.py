@@ -3,6 +3,7 @@ import numpy as np
 import pytest
 
 import rngsnap
+from conftest import while_drawing
 
 
 def test_keyed_stream_pure_and_separate(ctx):
@@ -42,24 +43,17 @@ def test_keyed_stream_out_and_parent_untouched(ctx):
 
 
 def test_keyed_stream_refuses_two_threads(ctx):
-    import threading
+    # A keyed stream is one caller's at a time: a draw from this thread
+    # while another thread's draw is inside the C call is refused.
     k = ctx.stream("cpu", 0, "default").derive(9, 9)
-    big = np.empty(1 << 24, np.float64)  # long enough to overlap
-    started = threading.Event()
-    errors = []
+    big = np.empty(1 << 24, np.float64)
 
-    def draw():
-        started.set()
-        k.generate("normal_f64", out=big)
-
-    t = threading.Thread(target=draw)
-    t.start()
-    started.wait()
-    for _ in range(200000):
+    def refused():
         try:
             k.generate("u32", 1)
         except RuntimeError as e:
-            errors.append(str(e))
-            break
-    t.join()
-    assert errors and "another thread" in errors[0]
+            return str(e)
+        return None
+
+    err = while_drawing(lambda: k.generate("normal_f64", out=big), refused)
+    assert err is not None and "another thread" in err, err

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import rngsnap
+from conftest import export_held, while_drawing
 
 
 class _ClosesCtx:
@@ -109,39 +110,68 @@ def test_close_from_own_callable_says_so(ctx, tmp_path):
     assert not ctx.closed
 
 
+# Prepended to the scripts below.  watch_calls(code), run by a thread,
+# marks when that thread starts a C call from code (a function or lambda);
+# wait_inside(thread, code) returns once the thread is inside that call:
+# the caller holds the GIL then, so the thread has released it there (or
+# it has finished the call).  No sleep decides what has happened.
+_INSIDE = textwrap.dedent("""
+    import sys, threading, time
+    _entered = threading.Event()
+    def _hook(frame, event, arg):
+        if event == "c_call" and frame.f_code is _watched:
+            _entered.set()
+    def watch_calls(code):
+        global _watched
+        _watched = code
+        sys.setprofile(_hook)
+    def _in_hook(frame):
+        while frame is not None:
+            if frame.f_code is _hook.__code__:
+                return True
+            frame = frame.f_back
+        return False
+    def wait_inside(thread):
+        _entered.wait()
+        while _in_hook(sys._current_frames().get(thread.ident)):
+            time.sleep(0.001)  # yields the GIL: the hook returns
+""")
+
 # A second thread calls into the context (GIL held) while a save or load
 # holds the context's locks and waits for the GIL to run a callable: the
-# C call must release the GIL, or both threads wait for ever.
-_DEADLOCK = textwrap.dedent("""
-    import sys, threading, time
+# C call must release the GIL, or both threads wait for ever.  The
+# callable returns only once the other thread is inside its call.
+_DEADLOCK = _INSIDE + textwrap.dedent("""
     import rngsnap
     what, path = sys.argv[1], sys.argv[2]
     ctx = rngsnap.Context()
     ctx.seed_all(1)
     s = ctx.stream("cpu", 0, "default")
     on_load = what in ("reserve", "position", "derive")
-    inside, armed = threading.Event(), []
+    inside, armed, other_thread = threading.Event(), [], []
     def slow(in_load):
         if armed and in_load == on_load:
             inside.set()
-            time.sleep(0.3)  # GIL free: the other thread runs now
+            wait_inside(other_thread[0])
         return b"x"
     ctx.register_state("app", save=lambda: slow(False),
                        load=lambda b: slow(True))
     ctx.save(path + ".first")
     armed.append(1)
+    calls = {"seed_all": lambda: ctx.seed_all(2),
+             "rank": lambda: getattr(ctx, "rank"),
+             "set_rank": lambda: ctx.set_rank(0, 1),
+             "register": lambda: ctx.register_state(
+                 "late", save=bytes, load=print),
+             "reserve": lambda: s.reserve(1),
+             "position": lambda: s.position(),
+             "derive": lambda: s.derive(1)}
     def other():
         inside.wait()
-        calls = {"seed_all": lambda: ctx.seed_all(2),
-                 "rank": lambda: ctx.rank,
-                 "set_rank": lambda: ctx.set_rank(0, 1),
-                 "register": lambda: ctx.register_state(
-                     "late", save=bytes, load=print),
-                 "reserve": lambda: s.reserve(1),
-                 "position": lambda: s.position(),
-                 "derive": lambda: s.derive(1)}
+        watch_calls(calls[what].__code__)
         calls[what]()
     t = threading.Thread(target=other)
+    other_thread.append(t)
     t.start()
     if on_load:
         ctx.load(path + ".first")  # streams locked around load callables
@@ -158,7 +188,7 @@ def test_other_thread_during_save_or_load(what, tmp_path):
     try:
         r = subprocess.run([sys.executable, "-c", _DEADLOCK, what,
                             str(tmp_path / "ck")], capture_output=True,
-                           text=True, timeout=20)
+                           text=True, timeout=120)
     except subprocess.TimeoutExpired:
         pytest.fail("deadlock: %s from another thread during a save/load"
                     % what)
@@ -166,35 +196,36 @@ def test_other_thread_during_save_or_load(what, tmp_path):
     assert r.stdout.strip() == "ok"
 
 
-_TWO_SAVES = textwrap.dedent("""
-    import sys, threading, time
+_TWO_SAVES = _INSIDE + textwrap.dedent("""
     import rngsnap
     path = sys.argv[1]
     ctx = rngsnap.Context()
     ctx.seed_all(1)
-    b_started, seen = threading.Event(), []
+    a_inside, seen, threads = threading.Event(), [], {}
     def save():
-        if not seen:  # thread A's save: wait until B has started its own
+        if not seen:  # thread A's save: wait until B is inside its own
             seen.append(1)
-            b_started.wait()
-            time.sleep(0.3)  # B now waits in the core for A's lock
+            a_inside.set()
+            wait_inside(threads["b"])  # B now waits in the core for A's lock
             try:
                 ctx.seed_all(2)  # into its own context: refused, per thread
             except rngsnap.InvalidError as e:
                 seen.append(str(e))
         return b"x"
     ctx.register_state("app", save=save, load=lambda b: None)
+    # B calls the C save itself: ctx.save is a Python function (the save
+    # hooks, _hooks.py), so its C call would not be made from b's frame.
+    save_c = rngsnap._rngsnap.Context.save
     def b():
-        b_started.set()
-        ctx.save(path + ".b")
-    t = threading.Thread(target=b)
+        watch_calls(b.__code__)
+        save_c(ctx, path + ".b")
+    threads["b"] = threading.Thread(target=b)
     a = threading.Thread(target=lambda: ctx.save(path + ".a"))
     a.start()
-    while not seen:
-        time.sleep(0.01)
-    t.start()
+    a_inside.wait()
+    threads["b"].start()
     a.join()
-    t.join()
+    threads["b"].join()
     print(seen[1])
 """)
 
@@ -206,7 +237,7 @@ def test_own_callable_refused_while_another_thread_saves(tmp_path):
     try:
         r = subprocess.run([sys.executable, "-c", _TWO_SAVES,
                             str(tmp_path / "ck")], capture_output=True,
-                           text=True, timeout=20)
+                           text=True, timeout=120)
     except subprocess.TimeoutExpired:
         pytest.fail("deadlock: callable called into its own context while "
                     "another thread saved it")
@@ -259,32 +290,13 @@ def test_dropped_context_in_a_cycle_through_a_stream_is_freed():
 
 def test_out_buffer_is_held_for_the_whole_draw(ctx):
     # Another thread resizing out= while the draw runs without the GIL
-    # must be refused (BufferError): the draw holds the exported buffer.
+    # must be refused (BufferError): the draw holds the exported buffer...
     import array
-    import threading
     s = ctx.stream("cpu", 0, "default")
-    n = 1 << 24  # 16 Mi normals: ~0.5 s
+    n = 1 << 24  # 16 Mi normals
     buf = array.array("d", bytes(8 * n))
-    started, done = threading.Event(), threading.Event()
-
-    def draw():
-        started.set()
-        s.generate("normal_f64", out=buf)
-        done.set()
-
-    t = threading.Thread(target=draw)
-    t.start()
-    started.wait()
-    refused = 0
-    while not done.is_set():
-        try:
-            buf.append(0.0)
-        except BufferError:
-            refused += 1
-            continue
-        if refused:
-            break  # the draw has finished and released it
-        buf.pop()  # the draw had not started yet: try again
-    t.join()
-    assert refused > 0
-    assert len(buf) in (n, n + 1)
+    assert while_drawing(lambda: s.generate("normal_f64", out=buf),
+                         export_held(buf))
+    # ...and releases it once it has returned
+    buf.append(0.0)
+    assert len(buf) == n + 1

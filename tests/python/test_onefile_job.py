@@ -4,9 +4,11 @@ its one torch.save file (temporary file + os.replace).  Killed between any
 two statements of its save (SIGKILL at points the job itself signals:
 each line of the save function as it is reached, and its return), the
 next run resumes from whichever checkpoint is in place and prints exactly
-the losses of the uninterrupted job."""
+the losses of the uninterrupted job.  (Killing between statements cannot
+tell an atomic write from a plain one: torch.save is one statement.)"""
 import os
 import re
+import signal
 import subprocess
 import sys
 
@@ -19,14 +21,17 @@ JOB = os.path.join(HERE, "onefile_job.py")
 DOC = os.path.join(HERE, "..", "..", "docs", "python.md")
 STEPS, PAUSE_STEP = 3, 2
 
-# Runs the job with a tracer on its save() of step PAUSE_STEP: before each
-# line (and at the return) it prints "point ..." and waits for "go".
-TRACED = r"""
+# One interpreter imports torch and the job once, then runs each job in a
+# child of its own (fork): "run DIR TRACE" starts one, which prints its
+# pid; with TRACE 1 the child traces its save() of step PAUSE_STEP, and
+# before each line (and at the return) prints "point ..." and waits for
+# "go".  When the child ends the server prints "exit <status>".  A run
+# costs a fork instead of a torch import (seconds on a loaded machine).
+SERVER = r"""
 import os, sys
 sys.path.insert(0, os.path.dirname(sys.argv[1]))
 import onefile_job as job
-sys.argv = sys.argv[1:]
-pause_step = int(os.environ["ONEFILE_PAUSE_STEP"])
+steps, pause_step = sys.argv[2], int(sys.argv[3])
 save = next(c for c in job.main.__code__.co_consts
             if getattr(c, "co_name", "") == "save")
 
@@ -47,72 +52,107 @@ def calls(frame, event, arg):
         return local
     return None
 
-sys.settrace(calls)
-job.main()
+for command in iter(sys.stdin.readline, ""):
+    _, d, trace = command.split()
+    pid = os.fork()
+    if pid == 0:
+        print("pid", os.getpid(), flush=True)
+        sys.argv = ["onefile_job.py", "--dir", d, "--steps", steps]
+        if trace == "1":
+            sys.settrace(calls)
+        try:
+            job.main()
+        except BaseException:
+            import traceback
+            traceback.print_exc()
+            sys.stdout.flush()
+            os._exit(1)
+        sys.stdout.flush()
+        os._exit(0)
+    _, status = os.waitpid(pid, 0)
+    print("exit", os.waitstatus_to_exitcode(status), flush=True)
 """
 LOSS = re.compile(r"^step (\d+) loss (\S+)$")
-
-
-def _env():
-    return dict(os.environ, ONEFILE_PAUSE_STEP=str(PAUSE_STEP))
 
 
 def _losses(lines):
     return {int(m[1]): m[2] for m in map(LOSS.match, lines) if m}
 
 
-def _plain(d):
-    r = subprocess.run([sys.executable, JOB, "--dir", d, "--steps",
-                        str(STEPS)], capture_output=True, text=True)
-    assert r.returncode == 0, r.stdout + r.stderr
-    return r.stdout.splitlines()
+class Server:
+    def __init__(self):
+        self.p = subprocess.Popen([sys.executable, "-c", SERVER, JOB,
+                                   str(STEPS), str(PAUSE_STEP)],
+                                  stdin=subprocess.PIPE,
+                                  stdout=subprocess.PIPE, text=True)
 
+    def run(self, d, trace=False, kill_at=None):
+        """Run the job on folder d, answering every point; at point number
+        kill_at SIGKILL it instead.  Returns (lines, points, exit code)."""
+        self.p.stdin.write("run %s %d\n" % (d, trace))
+        self.p.stdin.flush()
+        lines, points, pid = [], [], None
+        for line in self.p.stdout:
+            line = line.rstrip("\n")
+            if line.startswith("exit "):
+                return lines, points, int(line.split()[1])
+            if line.startswith("pid "):
+                pid = int(line.split()[1])
+                continue
+            lines.append(line)
+            if not line.startswith("point "):
+                continue
+            points.append(line.split(" ", 1)[1])
+            if len(points) - 1 == kill_at:
+                os.kill(pid, signal.SIGKILL)  # it waits at that point
+                continue
+            self.p.stdin.write("go\n")
+            self.p.stdin.flush()
+        raise AssertionError("job server ended: %s" % lines)
 
-def _traced(d, kill_at=None):
-    """Run the traced job, answering every point; at point number kill_at
-    SIGKILL it instead.  Returns (lines, points, returncode)."""
-    p = subprocess.Popen([sys.executable, "-c", TRACED, JOB, "--dir", d,
-                          "--steps", str(STEPS)], stdin=subprocess.PIPE,
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                         text=True, env=_env())
-    lines, points = [], []
-    for line in p.stdout:
-        lines.append(line.rstrip("\n"))
-        if not line.startswith("point "):
-            continue
-        points.append(line.split(" ", 1)[1].strip())
-        if len(points) - 1 == kill_at:
-            p.kill()  # the job waits for our answer: it is at that point
-            break
-        p.stdin.write("go\n")
-        p.stdin.flush()
-    _, err = p.communicate(timeout=300)
-    return lines, points, p.returncode, err
+    def close(self):
+        self.p.stdin.close()
+        assert self.p.wait(timeout=60) == 0
 
 
 @pytest.fixture(scope="module")
-def reference(tmp_path_factory):
-    """The uninterrupted losses, and the points of the traced save."""
-    plain = _losses(_plain(str(tmp_path_factory.mktemp("plain"))))
+def server():
+    s = Server()
+    yield s
+    s.close()
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory, server):
+    """The uninterrupted losses (a fresh interpreter, and a run of the
+    server), and the points of the traced save."""
+    d = str(tmp_path_factory.mktemp("plain"))
+    r = subprocess.run([sys.executable, JOB, "--dir", d, "--steps",
+                        str(STEPS)], capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout + r.stderr
+    plain = _losses(r.stdout.splitlines())
     assert sorted(plain) == list(range(1, STEPS + 1))
-    lines, points, rc, err = _traced(str(tmp_path_factory.mktemp("probe")))
-    assert rc == 0, err
-    assert _losses(lines) == plain  # tracing changes nothing
+    lines, points, rc = server.run(str(tmp_path_factory.mktemp("probe")),
+                                   trace=True)
+    assert rc == 0, lines
+    assert _losses(lines) == plain  # neither fork nor tracing changes it
     # the save's three statements (the dict spans two lines) and its end
     assert len(points) >= 4 and points[-1] == "return", points
     return plain, points
 
 
-def test_killed_at_every_point_of_the_save_resumes(tmp_path, reference):
+def test_killed_at_every_point_of_the_save_resumes(tmp_path, reference,
+                                                   server):
     plain, points = reference
     for i, point in enumerate(points):
         d = str(tmp_path / ("kill-%d" % i))
         os.mkdir(d)
-        lines, seen, rc, err = _traced(d, kill_at=i)
-        assert rc == -9 and seen == points[:i + 1], (point, rc, err)
+        lines, seen, rc = server.run(d, trace=True, kill_at=i)
+        assert rc == -signal.SIGKILL and seen == points[:i + 1], (point, rc)
         before = _losses(lines)
         assert before == {s: plain[s] for s in range(1, PAUSE_STEP + 1)}
-        again = _plain(d)
+        again, _, rc = server.run(d)
+        assert rc == 0, again
         # the checkpoint of this step is in place only once os.replace ran
         resumed = PAUSE_STEP if point == "return" else PAUSE_STEP - 1
         assert again[0] == "resumed after step %d" % resumed, (point, again)

@@ -165,6 +165,37 @@ def test_framing_refused():
     assert gen.bit_generator.state == np.random.PCG64(5).state
 
 
+LABELS = {"torch-cpu": "torch.Generator (cpu)",
+          "Generator-PCG64": "numpy PCG64",
+          "Generator-PCG64DXSM": "numpy PCG64DXSM",
+          "MT19937": "numpy MT19937", "Generator-Philox": "numpy Philox",
+          "SFC64": "numpy SFC64", "RandomState": "numpy RandomState(MT19937)",
+          "RandomState-PCG64": "numpy RandomState(PCG64)",
+          "random.Random": "random.Random"}
+
+
+@pytest.mark.parametrize("case", [c[0] for c in CASES])
+def test_every_kind_refuses_bad_framing(case):
+    """Truncation, magic, version and kind, for every kind."""
+    gen, a = _encoded(case)
+    good = a.read("g")
+    n = len(good) - 16
+    other = "SFC64" if case != "SFC64" else "MT19937"
+    for data, cls, msg in [
+        (good[:-1], C, "g: state says %d payload bytes, holds %d"
+         % (n, n - 1)),
+        (good[:7], C, "g: state is 7 bytes, shorter than the 8-byte header"),
+        (b"RSTG" + good[4:], C,
+         "g: state starts with b'RSTG', expected magic b'RSGN'"),
+        (good[:4] + b"\x09" + good[5:], M,
+         "g: state encoding version 9, this rngsnap reads version(s) 1"),
+        (_encoded(other)[1].read("g"), M,
+         "g: checkpoint holds a %s state, the live generator is a %s; "
+         "nothing restored" % (LABELS[other], LABELS[case])),
+    ]:
+        _refused(a, data, cls, msg)
+
+
 def _fields_refused(case, cases):
     gen, a = _encoded(case)
     good = a.read("g")
@@ -421,7 +452,8 @@ def test_name_taken(quiet):
     quiet.register_generator("g", random.Random(1))
     with pytest.raises(rngsnap.InvalidError) as e:
         quiet.register_generator("g", random.Random(2))
-    assert str(e.value) == "register_state: app state g is already registered"
+    assert str(e.value) == ("ctx.register_state(): app state g is already "
+                            "registered")
 
 
 # ---- drawn before the load of a resumed context ----------------------------
@@ -458,6 +490,27 @@ def test_drawn_before_load_refused_nothing_changed(tmp_path):
     with pytest.raises(rngsnap.OrderError) as e:
         r.load(str(tmp_path / "c"))
     assert "generators g, t changed" in str(e.value)
+    r.close()
+
+
+def test_drawn_before_load_bytes_or_state_dict_refused(tmp_path):
+    """The check is in front of every load method."""
+    with rngsnap.Context(untracked="ignore") as c:
+        c.seed_all(1)
+        c.register_generator("g", random.Random(1))
+        blob, state = c.save_bytes(), c.state_dict()
+    r = rngsnap.Context(resume=True, untracked="ignore")
+    g = random.Random(2)
+    r.register_generator("g", g)
+    g.random()
+    before = g.getstate()
+    for load in (lambda: r.load_bytes(blob), lambda: r.load_state_dict(state)):
+        with pytest.raises(rngsnap.OrderError) as e:
+            load()
+        assert str(e.value).startswith("load refused, nothing restored: "
+                                       "generator g changed between "
+                                       "ctx.register_generator() and load()")
+        assert g.getstate() == before
     r.close()
 
 
@@ -520,7 +573,8 @@ def test_unregister_state_lets_the_callables_go(quiet):
 def test_unregister_unknown_and_from_a_callable(quiet, tmp_path):
     with pytest.raises(rngsnap.InvalidError) as e:
         quiet.unregister_state("nope")
-    assert str(e.value) == "unregister_state: no app state nope is registered"
+    assert str(e.value) == ("ctx.unregister_state(): no app state nope is "
+                            "registered")
     seen = []
 
     def save():

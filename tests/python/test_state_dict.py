@@ -201,21 +201,21 @@ if mode == "save":
     out["headers"] = {k: list(v[32:40]) for k, v in state.items()
                       if k.startswith("rank/")}
     out["next"] = draws(ctx)
-elif mode == "load":
-    # DCP-like: each rank its own dict; accelerate/Lightning-like: rank
-    # 0's dict, gathered or not
-    out["own"] = attempt(lambda: loaded("%s/own-%d.pt" % (d, rank)))
-    out["rank0 all"] = attempt(lambda: loaded("%s/all-0.pt" % d))
-    out["rank0 own"] = attempt(lambda: loaded("%s/own-0.pt" % d))
-elif mode == "refuse":
-    # contexts of swapped ranks, then a rank whose save fails (rank 1: a
-    # resumed context that has not loaded): gather=True raises on both
+    # refusals: contexts of swapped ranks, then a rank whose save fails
+    # (rank 1: a resumed context that has not loaded); gather=True raises
+    # on both ranks
     swapped = rngsnap.Context()
     swapped.set_rank(1 - rank, size)
     out["swapped"] = attempt(lambda: swapped.state_dict(gather=True))
     ctx = rngsnap.Context(resume=rank == 1)
     ctx.set_rank(rank, size)
     out["failed"] = attempt(lambda: ctx.state_dict(gather=True))
+elif mode == "load":
+    # DCP-like: each rank its own dict; accelerate/Lightning-like: rank
+    # 0's dict, gathered or not
+    out["own"] = attempt(lambda: loaded("%s/own-%d.pt" % (d, rank)))
+    out["rank0 all"] = attempt(lambda: loaded("%s/all-0.pt" % d))
+    out["rank0 own"] = attempt(lambda: loaded("%s/own-0.pt" % d))
 print(json.dumps(out))
 dist.barrier()
 dist.destroy_process_group()
@@ -289,8 +289,8 @@ def test_world_size_2_to_1_refused(saved):
 
 
 @pytest.fixture(scope="module")
-def refused(tmp_path_factory):
-    return _ranks(tmp_path_factory.mktemp("refuse"), "refuse")
+def refused(saved):
+    return saved[1]
 
 
 def test_gather_refuses_contexts_of_other_ranks(refused):

@@ -8,6 +8,7 @@ modules already imported.
 
 The exact reports run in a fresh interpreter (this one holds the
 generators of other tests); the rest filter the report by object."""
+import gc
 import os
 import random
 import textwrap
@@ -86,6 +87,8 @@ def test_process_wide_generators_are_not_reported(tmp_path):
         import numpy as np, torch
         import rngsnap
         tempfile.mkstemp()  # tempfile's own random.Random
+        import multiprocessing
+        lock = multiprocessing.Lock()  # SemLock._rand, another sequence
         np.random.random(); random.random(); torch.rand(1)
         ctx = rngsnap.Context(untracked="error")
         ctx.seed_all(1)
@@ -134,6 +137,8 @@ def test_places(ctx):
     h.gen = torch.Generator()
     h.gens = {"a": torch.Generator(), "b": np.random.SFC64(1)}
     h.items = [np.random.RandomState(1)]
+    h.only = {"x": torch.Generator()}  # a dict the collector does not track
+    assert not gc.is_tracked(h.only)
     local = random.Random(1)
     looping = iter(torch.utils.data.RandomSampler(range(4)))
     next(looping)  # the sampler's own generator, inside its __iter__
@@ -141,6 +146,7 @@ def test_places(ctx):
     assert "Holder.gens['a']" in _report_of(ctx, h.gens["a"]).places
     assert "Holder.gens['b']" in _report_of(ctx, h.gens["b"]).places
     assert "Holder.items[0]" in _report_of(ctx, h.items[0]).places
+    assert "Holder.only['x']" in _report_of(ctx, h.only["x"]).places
     assert "test_places() local local" in _report_of(ctx, local).places
     inner = [f for f in ctx.untracked_generators()
              if "RandomSampler.__iter__() local generator" in f.places]
@@ -170,6 +176,30 @@ def test_registered_and_ignored_are_tracked(ctx):
         assert _report_of(ctx, x) is None
     ctx.unregister_state("g")
     assert _report_of(ctx, g) is not None
+
+
+def test_tracked_by_any_open_context(ctx):
+    g = torch.Generator()
+    other = rngsnap.Context(untracked="ignore")
+    other.register_generator("g", g)
+    assert _report_of(ctx, g) is None  # in other's checkpoints
+    other.close()
+    assert _report_of(ctx, g) is not None
+
+
+def test_a_closed_context_lets_go():
+    """What a closed context registered or ignored is neither tracked nor
+    kept alive by it."""
+    import weakref
+    c = rngsnap.Context(untracked="ignore")
+    r1, r2 = random.Random(1), random.Random(2)
+    c.register_generator("r", r1)
+    c.ignore_generator(r2)
+    refs = weakref.ref(r1), weakref.ref(r2)
+    del r1, r2
+    c.close()
+    c.untracked_generators()  # a scan: it lets go of them
+    assert refs[0]() is None and refs[1]() is None
 
 
 def test_modes_checked(ctx):
@@ -206,9 +236,10 @@ def _warned(ctx, path, recwarn):
 
 
 def test_when_a_save_scans(ctx, tmp_path, monkeypatch, recwarn):
-    """"warn": a save scans again once 100 times the last scan's cost has
-    passed since it ("error": every save; "ignore": never).  The first
-    save's scan: test_warning_names_type_and_place."""
+    """"warn": a save scans again once 100 times the last scan's cost (of
+    any context: the scan sees the whole process) has passed since it
+    ("error": every save; "ignore": never).  The first save of a process:
+    test_warning_names_type_and_place."""
     clock = Clock()
     monkeypatch.setattr(_untracked, "_clock", clock)
     path = str(tmp_path / "c")
@@ -217,7 +248,10 @@ def test_when_a_save_scans(ctx, tmp_path, monkeypatch, recwarn):
     ctx.untracked = "warn"
     stray = torch.Generator()
     assert _warned(ctx, path, recwarn) == []  # 1 s after a 1 s scan
-    clock.t += 97
+    with rngsnap.Context() as fresh:  # its first save, 2 s after
+        fresh.seed_all(1)
+        assert _warned(fresh, path, recwarn) == []
+    clock.t += 96
     assert _warned(ctx, path, recwarn) == []  # 99 s after
     # 100 s after: 100 times the last scan's cost has passed
     warned = _warned(ctx, path, recwarn)
@@ -231,6 +265,25 @@ def test_when_a_save_scans(ctx, tmp_path, monkeypatch, recwarn):
     ctx.untracked = "ignore"
     monkeypatch.setattr(_untracked, "scan", None)  # a scan would fail
     assert _warned(ctx, path, recwarn) == []
+
+
+def test_bytes_and_state_dict_report_too():
+    code = textwrap.dedent("""\
+        import random, warnings
+        import rngsnap
+        r = random.Random(3)
+        for call in ("save_bytes", "state_dict"):
+            ctx = rngsnap.Context()
+            ctx.seed_all(1)
+            rngsnap._untracked._schedule.last_end = None  # a first save
+            with warnings.catch_warnings(record=True) as seen:
+                warnings.simplefilter("always")
+                getattr(ctx, call)()
+            print(call, [str(w.message).splitlines()[1] for w in seen])
+        """)
+    assert run_py(code).stdout == (
+        "save_bytes ['  random.Random at __main__.r']\n"
+        "state_dict ['  random.Random at __main__.r']\n")
 
 
 def test_every_save_method_runs_the_check():
@@ -263,9 +316,11 @@ def test_nested_save_checks_once():
     assert f.calls == ["check state_dict", "save", "check save", "save"]
 
 
-def test_save_ranks_refusal_is_collective(tmp_path, monkeypatch):
-    """Under "error", save_ranks asks every rank (ranks_flagged, an
-    all_reduce) and refuses on all when one found something."""
+@pytest.mark.parametrize("method", ["save_ranks", "state_dict"])
+def test_collective_save_refusal(tmp_path, monkeypatch, method):
+    """Under "error", save_ranks and state_dict(gather=True) ask every
+    rank (ranks_flagged, an all_reduce) and refuse on all when one found
+    something, before their own collectives."""
     asked = []
 
     def ranks_flagged(flag, group):
@@ -274,11 +329,16 @@ def test_save_ranks_refusal_is_collective(tmp_path, monkeypatch):
     monkeypatch.setattr(rngsnap._generators, "ranks_flagged", ranks_flagged)
     with rngsnap.Context(untracked="error") as c:
         c.seed_all(1)
-        monkeypatch.setattr(_untracked, "scan", lambda covered, ignored: [])
+        monkeypatch.setattr(_untracked, "scan", lambda tracked: [])
         with pytest.raises(rngsnap.UntrackedGeneratorError) as e:
-            c.save_ranks(str(tmp_path / "d"), "grp")
-        assert str(e.value) == ("save_ranks refused on every rank, nothing "
+            if method == "save_ranks":
+                c.save_ranks(str(tmp_path / "d"), "grp")
+            else:
+                c.state_dict(gather=True, group="grp")
+        assert str(e.value) == ("%s refused on every rank, nothing "
                                 "written (untracked=\"error\"): rank 1 found "
-                                "generators in no checkpoint")
+                                "generators in no checkpoint" % method)
         assert asked == [(False, "grp")]
         assert not os.path.exists(tmp_path / "d")
+        c.state_dict()  # not collective: nothing found here, so no refusal
+        assert len(asked) == 1

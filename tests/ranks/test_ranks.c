@@ -82,6 +82,28 @@ int __wrap_open64(const char *path, int flags, ...)
     return __real_open64(path, flags, mode);
 }
 
+/* The core's clock (its 60 s rule for rank files and temporaries that
+ * no save has touched), fixed while fake_now is set (set and cleared
+ * only while no rank thread runs): the ages the tests give files are then exact, however
+ * long the test takes between setting them and saving. */
+static time_t fake_now;
+time_t __real_time(time_t *t);
+time_t __wrap_time(time_t *t)
+{
+    time_t now = fake_now ? fake_now : __real_time(NULL);
+    if (t)
+        *t = now;
+    return now;
+}
+
+/* Last written `by` seconds from fake_now. */
+static void stamp(const char *path, long by)
+{
+    struct timespec t[2] = {{.tv_sec = fake_now + by}};
+    t[1] = t[0];
+    assert_int_equal(utimensat(AT_FDCWD, path, t, 0), 0);
+}
+
 /* Rank r's ini. */
 static const char *ini_of(const world *w, int r)
 {
@@ -267,7 +289,8 @@ static int body_resume_order(int rank, const rngsnap_comm *c, void *arg)
     /* a resumed job saving before its load would overwrite it */
     EXPECT_RC(rngsnap_save_ranks(ctx, c, w->dir, RNGSNAP_SAVE_REPLACE),
               RNGSNAP_E_ORDER, ctx);
-    EXPECT_MSG(ctx, "has not loaded a checkpoint yet");
+    EXPECT_MSG(ctx, "has not loaded a checkpoint yet (call "
+                    "rngsnap_load_ranks first)");
     rngsnap_close(ctx);
     return bad;
 }
@@ -302,11 +325,15 @@ static void test_cleanup_and_order(void **state)
     rk_write(new_c, "x", 1);
     rk_write(keep1, "x", 1);
     rk_write(keep2, "x", 1);
-    struct timespec t[2] = {{.tv_sec = 1000}, {.tv_sec = 1000}};
-    assert_int_equal(utimensat(AT_FDCWD, old_c, t, 0), 0);
-    assert_int_equal(utimensat(AT_FDCWD, junk_c, t, 0), 0);
+    /* ages by a clock that stands still: 61 s is old, 59 s young */
+    fake_now = time(NULL);
+    stamp(old_c, -61);
+    stamp(junk_c, -61);
+    stamp(new_c, -59);
+    stamp(young, -59);
     w.flags = RNGSNAP_SAVE_REPLACE | RNGSNAP_SAVE_NO_SYNC;
     assert_int_equal(thread_comm_run(2, body_save, &w), 0);
+    fake_now = 0;
     assert_int_equal(access(junk_c, F_OK), -1);
     assert_int_equal(access(old_c, F_OK), -1);
     assert_int_equal(access(new_c, F_OK), 0); /* may be a live save's */
@@ -429,6 +456,9 @@ static int body_save_hooked(int rank, const rngsnap_comm *c, void *arg)
 static void test_two_jobs_one_folder(void **state)
 {
     (void)state;
+    /* B's files stay young (not touched for 60 s) however long this
+     * takes: the core's clock stands still */
+    fake_now = time(NULL);
     char dir[600];
     snprintf(dir, sizeof dir, "%s/two-jobs", scratch);
     world o = {.ini = {mixed_ini}, .dir = dir, .seed = 27};
@@ -439,6 +469,7 @@ static void test_two_jobs_one_folder(void **state)
                .flags = RNGSNAP_SAVE_REPLACE};
     two_jobs t = {&b, &a};
     assert_int_equal(thread_comm_run(2, body_save_hooked, &t), 0);
+    fake_now = 0;
     /* B renamed its manifest last: B's checkpoint is the one, whole */
     assert_int_equal(thread_comm_run(2, body_resume, &b), 0);
     world_free(&o);

@@ -9,6 +9,7 @@
  * command's sanitizer stage (scripts/test.sh), which must report nothing.
  */
 #include <pthread.h>
+#include <sched.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -265,78 +266,215 @@ static void same_stream_is_serialised(void **state)
 /* Saves alternate between rngsnap_save and rngsnap_save_mem: the same
  * locks, the same promise. */
 
-#define CALL_WORDS 7      /* u32 words per draw call */
-#define MAX_CALLS 30000   /* per stream, then the drawer stops */
-#define SAVES 12
+/* Drawers draw until told to stop, each going round its own streams
+ * (t, t + NTHREADS, ...) one call each.  After every save the saver
+ * waits until each drawer has done two more whole rounds, so the next
+ * save comes after every stream has moved, and the drawer's next call
+ * after the saved position has been drawn: every save catches every
+ * stream mid-run and is compared, on a machine of any speed.
+ *
+ * A round takes a drawer's streams from both ends of the registry
+ * inwards (the first, the last, the second, ...): a save that read the
+ * streams one at a time without their locks would see a drawer that
+ * moved while it read as one that drew a late stream before an early
+ * one, which no moment of its round has.  (In registry order a drawer
+ * would have to overtake the reading to show it.)
+ *
+ * Each drawer keeps the words of its last RING rounds per stream; it
+ * never starts a round that would overwrite one the saver may still
+ * compare (it waits for the allowance instead), so the record is bounded
+ * however fast it draws: during a save it may run to RING - 2 rounds
+ * past where it was when the save began, then to RING (room for the two
+ * rounds the saver waits for).  An allowance never goes down. */
+#define CALL_WORDS 7 /* u32 words per draw call */
+#define SAVES 50
+#define RING 8192    /* rounds kept per stream (224 KiB) */
+
+typedef struct pace {
+    pthread_mutex_t lock;
+    pthread_cond_t more;          /* an allowance went up, or stop */
+    atomic_int rounds[NTHREADS];  /* whole rounds each drawer has done */
+    atomic_int allow[NTHREADS];   /* a drawer waits before this round */
+    atomic_int stop;
+} pace;
 
 typedef struct record_job {
     rngsnap *ctx;
     int thread;
-    atomic_int *stop;
-    uint32_t *words[64]; /* per owned stream: every word drawn, in order */
-    int calls[64];
+    pace *pace;
+    size_t order[64]; /* its streams, in the order of its rounds */
+    size_t norder;
+    uint32_t *words[64]; /* per owned stream: the last RING calls' words */
     int failed;
 } record_job;
+
+/* Drawer t's streams: t, t + NTHREADS, ... taken from both ends. */
+static void round_order(record_job *j, size_t n)
+{
+    size_t own[64], m = 0;
+    for (size_t i = (size_t)j->thread; i < n; i += NTHREADS)
+        own[m++] = i;
+    for (size_t k = 0; k < m; k++)
+        j->order[k] = k % 2 ? own[m - 1 - k / 2] : own[k / 2];
+    j->norder = m;
+}
+
+/* Where call c of stream i was recorded. */
+static uint32_t *call_words(const record_job *j, size_t i, uint64_t c)
+{
+    return j->words[i] + (size_t)(c % RING) * CALL_WORDS;
+}
 
 static void *draw_and_record(void *arg)
 {
     record_job *j = arg;
-    size_t n = rngsnap_stream_count(j->ctx);
-    int busy = 1;
-    while (busy && !atomic_load(j->stop)) {
-        busy = 0;
-        for (size_t i = (size_t)j->thread; i < n; i += NTHREADS) {
-            if (j->calls[i] == MAX_CALLS)
-                continue;
-            busy = 1;
-            uint32_t *out = j->words[i] + (size_t)j->calls[i] * CALL_WORDS;
-            if (rngsnap_generate(rngsnap_stream_at(j->ctx, i), RNGSNAP_U32,
-                                 out, CALL_WORDS))
-                j->failed = 1;
-            j->calls[i]++;
+    pace *p = j->pace;
+    atomic_int *allow = &p->allow[j->thread];
+    for (int r = 0;; r++) {
+        if (r >= atomic_load(allow)) {
+            pthread_mutex_lock(&p->lock);
+            while (r >= atomic_load(allow) && !atomic_load(&p->stop))
+                pthread_cond_wait(&p->more, &p->lock);
+            pthread_mutex_unlock(&p->lock);
         }
+        if (atomic_load(&p->stop))
+            return NULL;
+        for (size_t k = 0; k < j->norder; k++) {
+            size_t i = j->order[k];
+            if (rngsnap_generate(rngsnap_stream_at(j->ctx, i), RNGSNAP_U32,
+                                 call_words(j, i, (uint64_t)r), CALL_WORDS))
+                j->failed = 1;
+        }
+        atomic_store(&p->rounds[j->thread], r + 1);
     }
-    return NULL;
 }
 
-/* Each saved stream sits at a whole number of calls from its seeded start
- * (same seed and subsequence: no torn 24-byte state), and a context
- * loaded from the file draws next exactly what the drawer drew next. */
-static void check_saved(const char *path, rngsnap *fresh,
-                        const rngsnap_philox *start, record_job *jobs,
-                        int *checked)
+static void rounds_now(pace *p, int now[NTHREADS])
+{
+    for (int t = 0; t < NTHREADS; t++)
+        now[t] = atomic_load(&p->rounds[t]);
+}
+
+/* Wait until each drawer has done `more` rounds past seen[]: an event,
+ * however long it takes. */
+static void wait_past(pace *p, const int seen[NTHREADS], int more)
+{
+    for (int t = 0; t < NTHREADS; t++)
+        while (atomic_load(&p->rounds[t]) < seen[t] + more)
+            sched_yield();
+}
+
+/* Return once this thread has seen drawers move twice while it ran, so
+ * that a save that follows at once most likely overlaps their draws (on
+ * one core it returns after they have had the processor), or at once if
+ * every drawer waits for its allowance. */
+static void catch_drawing(pace *p)
+{
+    for (int moves = 0; moves < 2; moves++) {
+        int was[NTHREADS];
+        rounds_now(p, was);
+        for (int moved = 0; !moved;) {
+            int can = 0;
+            for (int t = 0; t < NTHREADS; t++) {
+                int r = atomic_load(&p->rounds[t]);
+                moved |= r != was[t];
+                can |= r < atomic_load(&p->allow[t]);
+            }
+            if (!moved && !can)
+                return;
+        }
+    }
+}
+
+/* Let each drawer run until round from[t] + ahead (ahead <= RING: the
+ * records of rounds from from[t] on are kept), or stop it. */
+static void set_allowance(pace *p, const int from[NTHREADS], int ahead,
+                          int stop)
+{
+    pthread_mutex_lock(&p->lock);
+    for (int t = 0; t < NTHREADS; t++)
+        atomic_store(&p->allow[t], from[t] + ahead);
+    atomic_store(&p->stop, stop);
+    pthread_cond_broadcast(&p->more);
+    pthread_mutex_unlock(&p->lock);
+}
+
+/* Saved stream i's position as a number of calls from its seeded start:
+ * the same seed and subsequence (no torn 24-byte state), a whole number
+ * of calls on. */
+static uint64_t saved_calls(const rngsnap_file *f, size_t i,
+                            const rngsnap_philox *start)
+{
+    rngsnap_philox at;
+    assert_int_equal(rngsnap_philox_decode(rngsnap_file_section_at(f, i),
+                                           &at), 0);
+    assert_true(at.seed == start[i].seed);
+    assert_true(at.subsequence == start[i].subsequence);
+    assert_true(at.offset >= start[i].offset);
+    assert_int_equal((at.offset - start[i].offset) % CALL_WORDS, 0);
+    return (at.offset - start[i].offset) / CALL_WORDS;
+}
+
+/* One save against the draws around it.  Before[t] and after[t] are the
+ * rounds drawer t had done when the save began and, a little later, when
+ * it had ended.  Every stream moved since the previous save (prev[],
+ * updated) and sits between before and after + 1; each drawer's streams sit
+ * at one moment of its round (the first k in its order one call ahead of
+ * the rest: a snapshot taken while every stream's lock is held, not one
+ * stream at a time); and a context loaded from the file draws next
+ * exactly what the drawer drew next.  Returns the number of streams so
+ * compared. */
+static int check_saved(const char *path, rngsnap *fresh,
+                       const rngsnap_philox *start, const record_job *jobs,
+                       const int *before, const int *after, uint64_t *prev)
 {
     rngsnap_file *f;
     char err[512];
     assert_int_equal(rngsnap_file_open(path, &f, err, sizeof err), 0);
     size_t n = rngsnap_stream_count(fresh);
+    uint64_t calls[64];
     for (size_t i = 0; i < n; i++) {
-        const rngsnap_file_section *sec = rngsnap_file_section_at(f, i);
-        rngsnap_philox at;
-        assert_int_equal(rngsnap_philox_decode(sec, &at), 0);
-        assert_true(at.seed == start[i].seed);
-        assert_true(at.subsequence == start[i].subsequence);
-        assert_true(at.offset >= start[i].offset);
-        assert_int_equal((at.offset - start[i].offset) % CALL_WORDS, 0);
+        calls[i] = saved_calls(f, i, start);
+        assert_true(calls[i] > prev[i]);
+        assert_true(calls[i] >= (uint64_t)before[i % NTHREADS]);
+        assert_true(calls[i] <= (uint64_t)after[i % NTHREADS] + 1);
+        prev[i] = calls[i];
     }
     rngsnap_file_close(f);
+    for (size_t t = 0; t < NTHREADS; t++) {
+        const size_t *o = jobs[t].order;
+        int torn = 0;
+        char seen[300] = "";
+        for (size_t k = 0; k < jobs[t].norder; k++) {
+            size_t i = o[k];
+            if (k > 0 && (calls[i] > calls[o[k - 1]]
+                          || calls[i] + 1 < calls[o[0]]))
+                torn = 1;
+            size_t len = strlen(seen);
+            snprintf(seen + len, sizeof seen - len, " %zu:%llu", i,
+                     (unsigned long long)calls[i]);
+        }
+        if (torn)
+            fail_msg("%s: drawer %zu's streams at calls%s (stream:calls, "
+                     "in the order it draws them), which no moment of its "
+                     "rounds had: the save did not hold every stream's "
+                     "lock at once",
+                     path, t, seen);
+    }
 
     assert_int_equal(rngsnap_load(fresh, path, 0), 0);
+    int checked = 0;
     for (size_t i = 0; i < n; i++) {
-        rngsnap_stream *s = rngsnap_stream_at(fresh, i);
-        rngsnap_philox at;
-        assert_int_equal(rngsnap_stream_position(s, &at), 0);
-        uint64_t call = (at.offset - start[i].offset) / CALL_WORDS;
-        record_job *j = &jobs[i % NTHREADS];
-        if (call >= (uint64_t)j->calls[i])
-            continue;
         uint32_t next[CALL_WORDS];
-        assert_int_equal(rngsnap_generate(s, RNGSNAP_U32, next, CALL_WORDS),
+        assert_int_equal(rngsnap_generate(rngsnap_stream_at(fresh, i),
+                                          RNGSNAP_U32, next, CALL_WORDS),
                          0);
-        assert_memory_equal(next, j->words[i] + call * CALL_WORDS,
+        assert_memory_equal(next, call_words(&jobs[i % NTHREADS], i,
+                                             calls[i]),
                             sizeof next);
-        (*checked)++;
+        checked++;
     }
+    return checked;
 }
 
 static void save_while_drawing(void **state)
@@ -348,16 +486,25 @@ static void save_while_drawing(void **state)
     for (size_t i = 0; i < n; i++)
         assert_int_equal(rngsnap_stream_position(rngsnap_stream_at(ctx, i),
                                                  &start[i]), 0);
-    atomic_int stop = 0;
+    pace *p = calloc(1, sizeof *p);
     record_job *jobs = calloc(NTHREADS, sizeof *jobs);
+    assert_non_null(p);
     assert_non_null(jobs);
+    pthread_mutex_init(&p->lock, NULL);
+    pthread_cond_init(&p->more, NULL);
+    for (int t = 0; t < NTHREADS; t++) {
+        atomic_init(&p->rounds[t], 0);
+        atomic_init(&p->allow[t], RING - 2); /* <= the first save's */
+    }
+    atomic_init(&p->stop, 0);
     pthread_t tid[NTHREADS];
     for (int t = 0; t < NTHREADS; t++) {
         jobs[t].ctx = ctx;
         jobs[t].thread = t;
-        jobs[t].stop = &stop;
+        jobs[t].pace = p;
+        round_order(&jobs[t], n);
         for (size_t i = (size_t)t; i < n; i += NTHREADS) {
-            jobs[t].words[i] = malloc((size_t)MAX_CALLS * CALL_WORDS
+            jobs[t].words[i] = malloc((size_t)RING * CALL_WORDS
                                       * sizeof(uint32_t));
             assert_non_null(jobs[t].words[i]);
         }
@@ -365,43 +512,57 @@ static void save_while_drawing(void **state)
     for (int t = 0; t < NTHREADS; t++)
         assert_int_equal(pthread_create(&tid[t], NULL, draw_and_record,
                                         &jobs[t]), 0);
-    char paths[SAVES][300];
+    int before[NTHREADS], after[NTHREADS], checked = 0;
+    uint64_t prev[64] = {0};
+    int zero[NTHREADS] = {0};
+    wait_past(p, zero, 1); /* every stream has moved from its start */
     for (int k = 0; k < SAVES; k++) {
-        char name[32];
-        snprintf(name, sizeof name, "during-%02d.ckpt", k);
-        tmpfile_named(name, paths[k], sizeof paths[k]);
+        char name[32], path[300];
+        snprintf(name, sizeof name, "during-%03d.ckpt", k);
+        tmpfile_named(name, path, sizeof path);
+        rounds_now(p, before);
+        /* Records of rounds from `before` on stay until compared (this
+         * raises the allowance: before >= the last save's before + 2). */
+        set_allowance(p, before, RING - 2, 0);
+        catch_drawing(p);
         if (k % 2) {
             /* the same locking for bytes: written out, then checked as
              * the files are */
             void *data;
             size_t size;
             assert_int_equal(rngsnap_save_mem(ctx, &data, &size, 0), 0);
-            FILE *f = fopen(paths[k], "wb");
+            FILE *f = fopen(path, "wb");
             assert_non_null(f);
             assert_int_equal(fwrite(data, 1, size, f), size);
             assert_int_equal(fclose(f), 0);
             rngsnap_free(data);
         } else {
-            assert_int_equal(rngsnap_save(ctx, paths[k],
-                                          RNGSNAP_SAVE_NO_SYNC),
+            assert_int_equal(rngsnap_save(ctx, path, RNGSNAP_SAVE_NO_SYNC),
                              0);
         }
-        usleep(2000);
+        /* after <= before + RING - 2: two more rounds fit in the ring */
+        rounds_now(p, after);
+        set_allowance(p, before, RING, 0);
+        /* Each stream's next call after the save drawn and recorded, and
+         * each moved since the save (for the next one). */
+        wait_past(p, after, 2);
+        checked += check_saved(path, fresh, start, jobs, before, after,
+                               prev);
     }
-    atomic_store(&stop, 1);
+    set_allowance(p, before, RING, 1);
     for (int t = 0; t < NTHREADS; t++) {
         pthread_join(tid[t], NULL);
         assert_int_equal(jobs[t].failed, 0);
     }
-    int checked = 0;
-    for (int k = 0; k < SAVES; k++)
-        check_saved(paths[k], fresh, start, jobs, &checked);
-    /* Most saves caught drawers mid-run: positions were really compared. */
-    assert_true(checked > SAVES * (int)n / 2);
+    /* Every save, every stream: compared against its drawer's next call. */
+    assert_int_equal(checked, SAVES * (int)n);
     for (int t = 0; t < NTHREADS; t++)
         for (size_t i = (size_t)t; i < n; i += NTHREADS)
             free(jobs[t].words[i]);
+    pthread_cond_destroy(&p->more);
+    pthread_mutex_destroy(&p->lock);
     free(jobs);
+    free(p);
     rngsnap_close(ctx);
     rngsnap_close(fresh);
 }
@@ -462,8 +623,9 @@ static void errmsg_is_per_thread(void **state)
 
 typedef struct gate_job {
     rngsnap_stream *s;
-    int refused;      /* RNGSNAP_E_ORDER answers before the load */
-    int other_error;
+    atomic_int refused; /* RNGSNAP_E_ORDER answers before the load */
+    atomic_int other_error;
+    atomic_int drew;   /* 1 once a draw was allowed */
     uint32_t first[4]; /* the first words a draw was allowed to get */
 } gate_job;
 
@@ -472,12 +634,14 @@ static void *draw_when_allowed(void *arg)
     gate_job *j = arg;
     for (;;) {
         int rc = rngsnap_generate(j->s, RNGSNAP_U32, j->first, 4);
-        if (rc == RNGSNAP_OK)
+        if (rc == RNGSNAP_OK) {
+            atomic_store(&j->drew, 1);
             return NULL;
+        }
         if (rc == RNGSNAP_E_ORDER)
-            j->refused++;
+            atomic_fetch_add(&j->refused, 1);
         else {
-            j->other_error = rc;
+            atomic_store(&j->other_error, rc);
             return NULL;
         }
         sched_yield();
@@ -509,11 +673,18 @@ static void gate_opens_with_loaded_states(void **state)
         assert_int_equal(pthread_create(&tid[i], NULL, draw_when_allowed,
                                         &jobs[i]), 0);
     }
-    usleep(20000);
+    /* Load only once every drawer has been refused: each has tried
+     * before the load, whatever the machine's speed. */
+    for (size_t i = 0; i < n; i++)
+        while (atomic_load(&jobs[i].refused) == 0
+               && atomic_load(&jobs[i].other_error) == 0
+               && atomic_load(&jobs[i].drew) == 0)
+            sched_yield();
     assert_int_equal(rngsnap_load(job, path, 0), 0);
     for (size_t i = 0; i < n; i++) {
         pthread_join(tid[i], NULL);
-        assert_int_equal(jobs[i].other_error, 0);
+        assert_int_equal(atomic_load(&jobs[i].other_error), 0);
+        assert_true(atomic_load(&jobs[i].refused) > 0);
         uint32_t want[4];
         assert_int_equal(rngsnap_generate(rngsnap_stream_at(src, i),
                                           RNGSNAP_U32, want, 4), 0);
