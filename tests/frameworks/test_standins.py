@@ -74,6 +74,8 @@ dcp.save({"shared": b"rank%d" % rank, "own": {"rank/%d" % rank: rank}},
 state = {"shared": b"", "own": {"rank/%d" % rank: -1}}
 dcp.load(state, checkpoint_id=folder)
 print(json.dumps([state["shared"].decode(), state["own"]]))
+dist.barrier()  # both ranks done before either tears gloo down
+dist.destroy_process_group()
 """
 
 
