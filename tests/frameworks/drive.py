@@ -165,9 +165,13 @@ def scenario(cmd, ranks, extra, tag, expect, base_env):
                        dict(base_env, **(env or {})), work)
 
         whole = run("whole", []).finish()
-        for rc, out, err in whole:
-            if rc:
-                return "uninterrupted run failed (%d):\n%s" % (rc, err[-3000:])
+        # a rank that failed by itself first, then one ended for it
+        failed = sorted((rc < 0, r, rc, err) for r, (rc, _, err)
+                        in enumerate(whole) if rc)
+        if failed:
+            _, r, rc, err = failed[0]
+            return "uninterrupted run failed on rank %d (%d):\n%s" % (
+                r, rc, err[-3000:])
         before = run("job", [], {"RNGSNAP_HOLD_AT": tag}).until(tag)
         after = run("job", ["--resume"]).finish()
         for r, ((_, want, _), seen, (rc, out, err)) in enumerate(
