@@ -72,10 +72,12 @@ def _secure_process():
 
 
 def _in_build_tree():
-    """True when this _rngsnap is the one built in <build>/python/rngsnap."""
+    """True when this _rngsnap is one built in <build>/python/rngsnap (or
+    <build>/python/compat/rngsnap, for the -Dpython_compat interpreter)."""
     root = _os.path.realpath(_rngsnap.BUILD_ROOT)
     here = _os.path.realpath(_os.path.dirname(_rngsnap.__file__))
-    return here == _os.path.join(root, "python", "rngsnap")
+    return here in (_os.path.join(root, "python", "rngsnap"),
+                    _os.path.join(root, "python", "compat", "rngsnap"))
 
 
 def find_config():
