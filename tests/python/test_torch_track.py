@@ -275,8 +275,8 @@ ctx.save(ck)
 states = fake_cuda_form(16, 7, 8)
 ctx = rngsnap.Context(resume=True)
 rngsnap.torch.track(ctx)
-""" + CHECK_UNCHANGED + "print(bytes(states[0].tolist()) == cuda_form(16, 7, 8))\n",
-            ck)
+""" + CHECK_UNCHANGED
+            + "print(bytes(states[0].tolist()) == cuda_form(16, 7, 8))\n", ck)
     out = p.stdout
     assert out.startswith("MismatchError 7\n"), out
     assert ("torch.cuda:0: checkpoint holds a 32-byte generator state, this "
