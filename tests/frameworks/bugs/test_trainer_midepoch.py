@@ -1,9 +1,13 @@
 """The transformers Trainer resumed inside an epoch with a dataset that
 draws random augmentation (transformers#39215: the resumed epoch's next
 batch is fetched before _load_rng_state): plain, the resumed run is not
-the uninterrupted one; rngsnap's callback (trainer_recipe.py) refuses it
-with OrderError and trains no step, since no callback runs between that
-fetch and that restore (docs/python.md, "transformers Trainer")."""
+the uninterrupted one.  With rngsnap's callback (trainer_recipe.py) the
+resume is refused with OrderError and trains no step: no callback runs
+between that fetch and that restore, and the batch after the checkpoint
+was augmented before it was written (accelerate's loader fetches one
+batch ahead), so no generator state in any checkpoint reproduces it.
+With the augmentation keyed by (epoch, index) (EpochKeyed), the fetch
+moves no generator a checkpoint holds and the resume is bit for bit."""
 import pytest
 
 transformers = pytest.importorskip(
@@ -41,3 +45,13 @@ def test_rngsnap_refuses_resume_inside_an_epoch():
         "restored" in r.stderr and "transformers#39215" in r.stderr, \
         r.stderr[-3000:]
     assert trained == 0
+
+
+def test_rngsnap_keyed_augmentation_resumes_inside_an_epoch_exactly():
+    r = bugrun.Runs(JOB, KILL_AT, "--rngsnap", "--keyed").ok()
+    diff = bugrun.resumed_differing(r)
+    print("\ntransformers %s, rngsnap with EpochKeyed, resumed at step %d: "
+          "%d of %d resumed steps differ" % (
+              transformers.__version__, KILL_AT, diff["steps"],
+              len(bugrun.steps(r.resumed))))
+    assert diff["steps"] == 0 and bugrun.steps(r.resumed), diff
