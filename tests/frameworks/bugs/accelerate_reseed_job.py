@@ -8,7 +8,8 @@ random's generators back, and the loader draws its order from torch's.
 With --reseed, set_seed throws the restored positions away: the resumed
 run repeats the first epoch's order, augmentation and dropout draws.
 
-    python3 accelerate_reseed_job.py --dir DIR [--resume] [--reseed] [--rngsnap]
+    python3 accelerate_reseed_job.py --dir DIR [--resume] [--reseed]
+                                     [--rngsnap]
 """
 import os
 

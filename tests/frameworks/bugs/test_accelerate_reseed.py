@@ -2,10 +2,13 @@
 Accelerator.load_state.  Plain, the resume is exact without it and
 silently different with it; rngsnap must report it (issue 22: OrderError
 at the re-seed or at the next save, in a resumed context)."""
+import sys
+
 import pytest
 
 accelerate = pytest.importorskip(
-    "accelerate", reason="accelerate is not importable for this interpreter")
+    "accelerate",
+    reason="accelerate is not importable for %s" % sys.executable)
 import bugrun  # noqa: E402
 
 JOB, KILL_AT = "accelerate_reseed_job.py", 1  # the end of epoch 1 of 3

@@ -2,10 +2,13 @@
 skip_first_batches (a user measured 15 of 64 samples seen twice and 15
 never, accelerate 1.14): plain, samples seen twice and never in the
 resumed epoch; rngsnap's ResumableSampler, none, bit for bit."""
+import sys
+
 import pytest
 
 accelerate = pytest.importorskip(
-    "accelerate", reason="accelerate is not importable for this interpreter")
+    "accelerate",
+    reason="accelerate is not importable for %s" % sys.executable)
 import bugrun  # noqa: E402
 
 JOB, SAMPLES, STEPS_PER_EPOCH, KILL_AT = "accelerate_skip_job.py", 64, 16, 5

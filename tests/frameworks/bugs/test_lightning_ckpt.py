@@ -2,6 +2,7 @@
 no generator, Lightning#18780): plain, the resumed epochs are not the
 uninterrupted run's; with rngsnap's callback, bit for bit."""
 import importlib
+import sys
 
 import pytest
 
@@ -15,7 +16,7 @@ for name in ("lightning", "pytorch_lightning"):
         lightning = None
 if lightning is None:
     pytest.skip("neither lightning nor pytorch_lightning is importable for "
-                "this interpreter", allow_module_level=True)
+                "%s" % sys.executable, allow_module_level=True)
 
 JOB, KILL_AT = "lightning_ckpt_job.py", 1  # the end of epoch 1 of 3
 

@@ -8,11 +8,13 @@ was augmented before it was written (accelerate's loader fetches one
 batch ahead), so no generator state in any checkpoint reproduces it.
 With the augmentation keyed by (epoch, index) (EpochKeyed), the fetch
 moves no generator a checkpoint holds and the resume is bit for bit."""
+import sys
+
 import pytest
 
 transformers = pytest.importorskip(
     "transformers",
-    reason="transformers is not importable for this interpreter")
+    reason="transformers is not importable for %s" % sys.executable)
 import bugrun  # noqa: E402
 
 JOB, KILL_AT = "trainer_midepoch_job.py", 4  # step 4 of 6 in epoch 0
