@@ -241,7 +241,10 @@ def scenario(cmd, ranks, extra, tag, expect, base_env):
             _, r, rc, err = failed[0]
             return "uninterrupted run failed on rank %d (%d):\n%s" % (
                 r, rc, err[-3000:])
-        before = run("job", [], {"RNGSNAP_HOLD_AT": tag}).until(tag)
+        try:
+            before = run("job", [], {"RNGSNAP_HOLD_AT": tag}).until(tag)
+        except AssertionError as e:  # no such checkpoint: its text says why
+            return str(e)
         job = run("job", ["--resume"])
         after = job.finish()
         if job.hung:
