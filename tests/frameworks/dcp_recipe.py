@@ -46,9 +46,7 @@ class RngState(Stateful):
         self.awaiting = False
 
 
-def main():
-    args = parse_args()
-    dist.init_process_group("gloo")  # RANK, WORLD_SIZE, MASTER_* (torchrun)
+def train(args):
     torch.manual_seed(1234)  # the same init on every rank
     model = nn.parallel.DistributedDataParallel(net())
     opt = torch.optim.SGD(model.parameters(), lr=0.05)
@@ -88,7 +86,19 @@ def main():
                          checkpoint_id=os.path.join(args.dir, "step-%d" % step))
                 committed(step)
     ctx.close()
-    del model  # DDP before its process group: torch 1.13 can hang otherwise
+
+
+def main():
+    args = parse_args()
+    dist.init_process_group("gloo")  # RANK, WORLD_SIZE, MASTER_* (torchrun)
+    # The DDP module ends with train()'s frame, before the process group.
+    # A DDP Reducer freed after destroy_process_group() ends gloo's process
+    # group itself, holding the GIL, and waits for gloo's worker threads;
+    # one still freeing a tensor of the last collective waits for the GIL:
+    # a hung rank (2 runs in 6 on torch 2.13, at the last line).  A `del
+    # model` does not end it: rngsnap's untracked report read this frame's
+    # f_locals, whose snapshot keeps every local alive until the frame ends.
+    train(args)
     dist.destroy_process_group()
 
 

@@ -1,7 +1,8 @@
-"""Run one framework recipe uninterrupted, then killed at a checkpoint it
-signalled and resumed, and compare (tests/frameworks/run.sh):
+"""Run one framework recipe against the real framework uninterrupted,
+then killed at a checkpoint it signalled and resumed, and compare (the
+meson tests framework_<recipe>, tests/frameworks/run.sh):
 
-    python3 drive.py RECIPE [--standins] [--python PY]
+    python3 drive.py RECIPE [--python PY]
 
 RECIPE is accelerate, lightning, dcp or trainer.  The recipe prints
 "loss <hex>" per step, "checkpoint <tag> rng <digest>" once a checkpoint
@@ -12,8 +13,11 @@ followed by the resumed run's equal the uninterrupted run's bit for bit,
 and its generators right after the restore equal those at the checkpoint
 (every backend the process has).  The trainer recipe also resumes from a
 checkpoint inside an epoch, which must be refused with OrderError
-(transformers#39215) and train no step.  Exit 0 when every scenario
-passed; each prints one line.
+(transformers#39215) and train no step.  The accelerate recipe runs a
+second time with stand-in CUDA and HPU generators (standins/: what a CPU
+machine cannot show).  Exit 0 when every scenario passed, each printing
+one line; 77 (skipped) with one line when the framework does not import
+for PY.
 """
 import argparse
 import os
@@ -26,16 +30,46 @@ import tempfile
 import threading
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-LAUNCH = os.path.join(HERE, "standins", "launch.py")
+# Runs a recipe with stand-in CUDA and HPU generators (standins/).
+WITH_DEVICES = os.path.join(HERE, "standins", "with_devices.py")
+DEVICES_ENV = {"RNGSNAP_STANDIN_DEVICES": "cuda,hpu",
+               "ACCELERATE_USE_CPU": "1"}  # the model stays on the CPU
 
-# recipe: ranks, [(scenario, extra args, checkpoint to kill at, expect)]
+# recipe: ranks, [(scenario, extra args, checkpoint to kill at, expect,
+# stand-in devices)]
 SCENARIOS = {
-    "accelerate": (1, [("epoch end", [], "1", "exact")]),
-    "lightning": (1, [("epoch end", [], "1", "exact")]),
-    "dcp": (2, [("inside an epoch, 2 ranks", [], "4", "exact")]),
-    "trainer": (1, [("epoch end", ["--save", "epoch"], "6", "exact"),
+    "accelerate": (1, [("epoch end", [], "1", "exact", False),
+                       ("epoch end, stand-in CUDA and HPU generators", [],
+                        "1", "exact", True)]),
+    "lightning": (1, [("epoch end", [], "1", "exact", False)]),
+    "dcp": (2, [("inside an epoch, 2 ranks", [], "4", "exact", False)]),
+    "trainer": (1, [("epoch end", ["--save", "epoch"], "6", "exact", False),
                     ("inside an epoch", ["--save", "steps"], "4",
-                     "refused")]),
+                     "refused", False)]),
+}
+
+ENV_HINT = "bash scripts/python-env.sh installs tests/requirements.txt " \
+    "(the frameworks, torch 2.13.0) into build/venv"
+# What each recipe needs of its framework: what to name, and one check
+# that imports it and prints its version.
+NEEDS = {
+    "accelerate": ("accelerate", "import accelerate; from accelerate import "
+                   "Accelerator; Accelerator.register_load_state_pre_hook; "
+                   "print('accelerate', accelerate.__version__)"),
+    "lightning": ("pytorch-lightning (or lightning)", "try:\n"
+                  " import lightning.pytorch as pl\n"
+                  "except ImportError:\n import pytorch_lightning as pl\n"
+                  "print(pl.__name__, pl.__version__)"),
+    "dcp": ("torch.distributed.checkpoint with Stateful (torch >= 2.2)",
+            "import torch, torch.distributed.checkpoint as d; d.save; d.load;"
+            " from torch.distributed.checkpoint.stateful import Stateful; "
+            "print('torch.distributed.checkpoint of torch', "
+            "torch.__version__)"),
+    "trainer": ("transformers (and accelerate)", "import transformers, "
+                "accelerate; from transformers import Trainer, "
+                "TrainerCallback; print('transformers', "
+                "transformers.__version__, 'accelerate', "
+                "accelerate.__version__)"),
 }
 
 
@@ -82,7 +116,19 @@ class Job:
             self._signal()  # one rank failed: the others would wait for it
 
     def _hang(self):
-        self.hung = True
+        self.hung, self.ending = True, True
+        # Each rank dumps its threads' stacks to its stderr and ends
+        # (killpoint.py); a rank not ended soon after is killed as well.
+        for p in self.procs:
+            try:
+                p.send_signal(signal.SIGUSR1)
+            except ProcessLookupError:
+                pass
+        for p in self.procs:
+            try:
+                p.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                pass
         self._signal()
 
     def _signal(self):
@@ -97,7 +143,7 @@ class Job:
         text = self.errs[r].read()
         if self.hung:
             text += "\n(drive.py: the job had not ended after %d s: ended " \
-                "as hung)" % HANG_S
+                "as hung, each rank's stacks above)" % HANG_S
         return text
 
     def until(self, tag):
@@ -155,6 +201,26 @@ def rng_at(lines, kind, tag=None):
     return None
 
 
+def hung(ranks):
+    """Each rank of a job ended as hung: its last line and its stacks."""
+    return "\n".join("rank %d, last line %r:\n%s" % (
+        r, (out or ["(none)"])[-1], err[-4000:])
+        for r, (_, out, err) in enumerate(ranks))
+
+
+def framework(recipe, python):
+    """(True, its version line) when the framework imports for python,
+    else (False, the one line a skip prints)."""
+    what, check = NEEDS[recipe]
+    p = subprocess.run([python, "-c", check], capture_output=True,
+                       text=True, env=dict(os.environ, HF_HUB_OFFLINE="1"))
+    if p.returncode == 0:
+        return True, p.stdout.strip()
+    last = (p.stderr.strip().splitlines() or ["exit %d" % p.returncode])[-1]
+    return False, "%s does not import for %s (%s); %s" % (
+        what, python, last, ENV_HINT)
+
+
 def scenario(cmd, ranks, extra, tag, expect, base_env):
     work = tempfile.mkdtemp(prefix="rngsnap-recipe-")
     try:
@@ -164,7 +230,10 @@ def scenario(cmd, ranks, extra, tag, expect, base_env):
             return Job(cmd + ["--dir", d] + extra + more, ranks,
                        dict(base_env, **(env or {})), work)
 
-        whole = run("whole", []).finish()
+        job = run("whole", [])
+        whole = job.finish()
+        if job.hung:
+            return "uninterrupted run hung:\n" + hung(whole)
         # a rank that failed by itself first, then one ended for it
         failed = sorted((rc < 0, r, rc, err) for r, (rc, _, err)
                         in enumerate(whole) if rc)
@@ -172,8 +241,14 @@ def scenario(cmd, ranks, extra, tag, expect, base_env):
             _, r, rc, err = failed[0]
             return "uninterrupted run failed on rank %d (%d):\n%s" % (
                 r, rc, err[-3000:])
-        before = run("job", [], {"RNGSNAP_HOLD_AT": tag}).until(tag)
-        after = run("job", ["--resume"]).finish()
+        try:
+            before = run("job", [], {"RNGSNAP_HOLD_AT": tag}).until(tag)
+        except AssertionError as e:  # no such checkpoint: its text says why
+            return str(e)
+        job = run("job", ["--resume"])
+        after = job.finish()
+        if job.hung:
+            return "resumed run hung:\n" + hung(after)
         for r, ((_, want, _), seen, (rc, out, err)) in enumerate(
                 zip(whole, before, after)):
             if expect == "refused":
@@ -209,26 +284,28 @@ def scenario(cmd, ranks, extra, tag, expect, base_env):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("recipe", choices=sorted(SCENARIOS))
-    ap.add_argument("--standins", action="store_true",
-                    help="run against the CPU stand-ins of the framework")
     ap.add_argument("--python", default=sys.executable)
     args = ap.parse_args()
     signal.signal(signal.SIGTERM, stop_all)  # meson's timeout, a ^C
     signal.signal(signal.SIGINT, stop_all)
+    found, line = framework(args.recipe, args.python)
+    if not found:
+        print("SKIP %s: %s" % (args.recipe, line), flush=True)
+        return 77
+    print("== %s on %s" % (line, args.python), flush=True)
     recipe = os.path.join(HERE, "%s_recipe.py" % args.recipe)
-    cmd = [args.python] + ([LAUNCH] if args.standins else []) + [recipe]
-    env = dict(os.environ, PYTHONUNBUFFERED="1")
-    if args.standins and args.recipe == "accelerate":
-        env["RNGSNAP_STANDIN_DEVICES"] = "cuda,hpu"  # accelerate#3960
+    # no hub access: the trainer's model is built in code
+    env = dict(os.environ, PYTHONUNBUFFERED="1", HF_HUB_OFFLINE="1")
     ranks, cases = SCENARIOS[args.recipe]
-    what = "CPU stand-in" if args.standins else "real framework"
     failed = 0
-    for name, extra, tag, expect in cases:
-        why = scenario(cmd, ranks, extra, tag, expect, env)
+    for name, extra, tag, expect, devices in cases:
+        cmd = [args.python] + ([WITH_DEVICES] if devices else []) + [recipe]
+        why = scenario(cmd, ranks, extra, tag, expect,
+                       dict(env, **DEVICES_ENV) if devices else env)
         verdict = {"exact": "resumed bit for bit",
                    "refused": "resume refused (OrderError)"}[expect]
-        print("%s %s (%s), killed at checkpoint %s: %s" % (
-            "FAIL" if why else "ok", args.recipe, what, tag,
+        print("%s %s, killed at checkpoint %s: %s" % (
+            "FAIL" if why else "ok", args.recipe, tag,
             why or "%s; %s" % (name, verdict)), flush=True)
         failed += bool(why)
     return 1 if failed else 0

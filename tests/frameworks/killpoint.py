@@ -9,15 +9,22 @@ the state restored, and holds at the checkpoint the harness chose
 (RNGSNAP_HOLD_AT) until it is killed there: the kill lands where the job
 signalled, never after a delay.  A job of yours leaves these calls out.
 """
+import faulthandler
 import hashlib
 import os
 import random
+import signal
 import sys
 
 import numpy as np
 import torch
 
 DEVICES = ("cuda", "xpu", "hpu", "npu")
+
+# On SIGUSR1, every thread's stack to stderr, then the signal's default
+# (the process ends): what drive.py asks of a job it ends as hung, so its
+# log says where each rank was.
+faulthandler.register(signal.SIGUSR1, all_threads=True, chain=True)
 
 
 def _device_states():

@@ -8,7 +8,10 @@ so every generator is back before the resumed run's first draw.
 import os
 
 import torch
-from lightning.pytorch import Callback, LightningModule, Trainer
+try:  # the lightning package; pytorch-lightning has the same code
+    from lightning.pytorch import Callback, LightningModule, Trainer
+except ImportError:
+    from pytorch_lightning import Callback, LightningModule, Trainer
 from torch import nn
 
 import rngsnap

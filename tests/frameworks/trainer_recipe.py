@@ -109,7 +109,7 @@ def main():
         per_device_train_batch_size=BATCH, learning_rate=0.05,
         save_strategy=args.save, save_steps=SAVE_STEPS, seed=42,
         logging_strategy="no", report_to="none", disable_tqdm=True,
-        remove_unused_columns=False)
+        remove_unused_columns=False, dataloader_pin_memory=False)
     trainer = Trainer(model=model, args=targs,
                       train_dataset=Augmented(as_dict=True),
                       callbacks=[RngsnapCallback(ctx, resume_from)])

@@ -6,12 +6,14 @@ the form torch >= 2.1 gives for CUDA, read and set through the names the
 frameworks and rngsnap.torch call: torch.cuda.get_rng_state(i) /
 set_rng_state(t, i) / get_rng_state_all() / set_rng_state_all(states), and
 the same on habana_frameworks.torch.hpu, which is also torch.hpu (as
-accelerate calls it).  No tensor ever lives on them: the stand-in
-accelerate's backward() calls kernel_draws(), which moves every device
-generator's offset on as a dropout kernel on the device would.  This is
-how the case of accelerate#3960 (a process with CUDA and HPU; both saved,
-one restored) is run here.
+accelerate calls it; accelerate's is_hpu_available() finds it).  No
+tensor ever lives on them: kernel_draws() moves every device generator's
+offset on as a dropout kernel on the device would (with_devices.py calls
+it from each Dropout).  This is how a process with CUDA and HPU, the case
+of accelerate#3960, runs on a CPU machine; the only stand-in left in
+tests/frameworks, since the frameworks themselves are the real ones.
 """
+import importlib.machinery
 import os
 import struct
 import sys
@@ -53,6 +55,14 @@ def kernel_draws(words=4):
             s[:] = struct.pack("<QQ", seed, offset + words)
 
 
+def _spec_module(name):
+    # With a spec, as importlib.util.find_spec (accelerate's
+    # is_hpu_available) wants of a module in sys.modules.
+    mod = types.ModuleType(name)
+    mod.__spec__ = importlib.machinery.ModuleSpec(name, None)
+    return mod
+
+
 def install_from_env():
     kinds = [k for k in os.environ.get("RNGSNAP_STANDIN_DEVICES",
                                        "").split(",") if k]
@@ -65,9 +75,10 @@ def install_from_env():
     if "cuda" in _states:
         _module("cuda", torch.cuda)
     if "hpu" in _states:
-        hf = types.ModuleType("habana_frameworks")
-        hft = types.ModuleType("habana_frameworks.torch")
-        hpu = _module("hpu", types.ModuleType("habana_frameworks.torch.hpu"))
+        hf, hft, hpu = (_spec_module(n) for n in (
+            "habana_frameworks", "habana_frameworks.torch",
+            "habana_frameworks.torch.hpu"))
+        _module("hpu", hpu)
         hf.torch, hft.hpu = hft, hpu
         sys.modules.update({"habana_frameworks": hf,
                             "habana_frameworks.torch": hft,
