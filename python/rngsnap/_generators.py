@@ -224,6 +224,9 @@ class Registry:
     def clear(self):
         """Forget every registration (the context is closed)."""
         self._regs.clear()
+        restored = getattr(self._ctx(), "_restored", None)
+        if restored is not None:
+            restored.clear()
 
     def covered(self):
         """ids of every object a registration covers."""

@@ -223,13 +223,18 @@ def refuse_seeding(label, targets, args):
     a generator that the load of a live resumed context restored in this
     process."""
     pid = os.getpid()
-    live = [r for r in list(_live) if r.pid == pid]
-    if not live:  # no load yet, or a forked worker: its own copies
-        return
+    if not any(r.pid == pid for r in list(_live)):
+        return  # no load yet, or a forked worker: it seeds its own copies
     names, gens = targets(args)
     ids = {id(g) for g in gens}
-    for r in live:
-        hit = r.reached(names, ids)
+    hits = [(r, r.reached(names, ids)) for r in list(_live)]
+    if any(hit for _, hit in hits):
+        # Only a context still in use refuses: one the job dropped without
+        # close() may wait in a reference cycle for the collector.
+        import gc
+        gc.collect()
+        hits = [(r, r.reached(names, ids)) for r in list(_live)]
+    for r, hit in hits:
         if hit:
             raise _enc.error(OrderError, (
                 "%s refused, nothing seeded: called from %s, it would "
@@ -347,6 +352,10 @@ class Restored:
 
     def forget(self, name):
         self._entries.pop(name, None)
+
+    def clear(self):
+        """Let go of every generator (the context is closed)."""
+        self._entries.clear()
 
     def loaded(self, method):
         """A load succeeded: what it left in every generator."""
