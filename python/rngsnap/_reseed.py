@@ -415,12 +415,15 @@ def _collective(method, args, kw):
     return False
 
 
-def _together(flag, method, args, kw):
+def _together(restored, flag, method, args, kw):
     """Ranks whose flag is set, asked of every rank of a collective call
     (every rank refuses together, or the others wait for ever); None for
-    a call of one rank."""
+    a call of one rank.  Asked only once this resumed context has loaded:
+    the ranks of a job load together (load_ranks, or each its
+    load_state_dict before any collective save), so all ask or none does,
+    and no other save or load pays a collective."""
     group = _collective(method, args, kw)
-    if group is False:
+    if group is False or not restored.resume or restored.pid is None:
         return None
     from ._generators import ranks_flagged
     return ranks_flagged(flag, group)
@@ -429,10 +432,8 @@ def _together(flag, method, args, kw):
 def check_save(restored, method, args, kw):
     """Before a save: OrderError, nothing written, when a generator the
     load restored was re-seeded since."""
-    # Every rank of a collective call asks the others, resumed or not:
-    # one that skipped it would leave them waiting.
     found = restored.reseeded() if restored.resume else []
-    ranks = _together(bool(found), method, args, kw)
+    ranks = _together(restored, bool(found), method, args, kw)
     if found:
         raise _enc.error(OrderError, (
             "ctx.%s() refused, nothing written: %s since %s restored %s in "
@@ -465,7 +466,7 @@ def check_reload(ctx, restored, method, args, kw):
         moved.append("stream%s %s drew" % ("s" if len(streams) > 1 else "",
                                            ", ".join(streams)))
     many = len(gens) + len(streams) > 1
-    ranks = _together(bool(moved), method, args, kw)
+    ranks = _together(restored, bool(moved), method, args, kw)
     tail = ("; loading again would rewind %s to the checkpoint's positions "
             "and replay numbers already used. Load once, before the first "
             "draw; to go back to a checkpoint on purpose, load it into a "
