@@ -79,7 +79,8 @@ def check_head(name, data, magic, versions):
 
 # ---- a torch generator: its get_rng_state() bytes, as they are ----------
 # "RSTG" v1: header, u32 length, then the bytes.  The length must equal the
-# live generator's (checked by the caller, which knows it).
+# live generator's (checked by the caller, which knows it), unless the
+# caller can convert between the forms of two torch versions (CUDA's).
 TORCH_MAGIC = b"RSTG"
 _TORCH_LEN = struct.Struct("<I")
 
@@ -89,7 +90,11 @@ def encode_torch(raw):
     return head(TORCH_MAGIC) + _TORCH_LEN.pack(len(raw)) + raw
 
 
-def decode_torch(name, data, expect_len):
+def decode_torch(name, data, expect_len, forms=None):
+    """The generator bytes of data for a live generator of expect_len
+    bytes.  forms: (sizes, convert) when the generator's state has one
+    form per torch version: a state of one of those sizes is returned as
+    convert(bytes)."""
     data = check_head(name, data, TORCH_MAGIC, (1,))
     off = _HEAD.size
     if len(data) < off + _TORCH_LEN.size:
@@ -100,6 +105,8 @@ def decode_torch(name, data, expect_len):
     if n != len(data) - off:
         raise error(CorruptError, "%s: state says %d generator bytes, holds "
                     "%d" % (name, n, len(data) - off))
+    if n != expect_len and forms and n in forms[0] and expect_len in forms[0]:
+        return forms[1](data[off:])
     if n != expect_len:
         raise error(MismatchError, "%s: checkpoint holds a %d-byte generator "
                     "state, this process's generator has %d bytes (another "

@@ -242,6 +242,15 @@ def _cuda_fields(name, raw):
                                          CUDA_NEW_SIZE))
 
 
+def cuda_state_as(name, raw, live_raw):
+    """raw, a CUDA generator state in either torch form, in the form of
+    live_raw (the live generator's get_state()): what set_state() takes."""
+    seed, offset = _cuda_fields(name, raw)
+    _cuda_fields(name, live_raw)  # a form we can write
+    new = _CUDA.pack(seed, offset)
+    return new if len(live_raw) == CUDA_NEW_SIZE else _CUDA_OLD_FILL + new
+
+
 def encode_torch(name, device, raw):
     """device: the generator's device type; raw: its get_state() bytes."""
     raw = bytes(raw)
@@ -273,9 +282,7 @@ def decode_torch(name, data, device, live_raw):
         if offset % 4:
             raise _bad(name, label, "offset %d is not a multiple of 4"
                        % offset)
-        _cuda_fields(name, live_raw)  # a form we can write
-        new = _CUDA.pack(seed, offset)
-        return new if len(live_raw) == CUDA_NEW_SIZE else _CUDA_OLD_FILL + new
+        return cuda_state_as(name, _CUDA.pack(seed, offset), live_raw)
     if len(payload) < _DEVICE.size:
         raise _bad(name, label, "payload is %d bytes, shorter than its "
                    "%d-byte device type" % (len(payload), _DEVICE.size))

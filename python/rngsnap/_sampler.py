@@ -154,10 +154,14 @@ class ResumableSampler(_torch.utils.data.Sampler):
         if not getattr(loader, "in_order", True):
             raise ValueError("%s: the loader has in_order=False; the batches "
                              "taken must be the first ones" % self.name)
-        if loader.generator is None:
+        # The DataLoader that iterates: accelerate's prepare() wraps it
+        # (DataLoaderShard.base_dataloader), and a generator set on the
+        # wrapper would not be the one iter() draws its base seed from.
+        base = getattr(loader, "base_dataloader", loader)
+        if base.generator is None:
             # Else iter(loader) draws its workers' base seed from torch's
             # default generator, which the checkpoint holds.
-            self._generator = loader.generator = _torch.Generator()
+            self._generator = base.generator = _torch.Generator()
             # Seeded from the stream at each epoch, so in no checkpoint:
             # not one for the untracked-generator report.
             ignore = getattr(self._ctx(), "ignore_generator", None)
@@ -166,19 +170,30 @@ class ResumableSampler(_torch.utils.data.Sampler):
         if self._epoch >= self.num_epochs:  # the job is done
             return
         if len(self):
-            if loader.generator is self._generator:
+            if base.generator is self._generator:
                 seed = self.stream.derive(self._epoch, LOADER_KEY).generate(
                     "u64", 1)
                 self._generator.manual_seed(int(seed[0]))
-            self._in_batches = True
-            try:
-                it = iter(loader)
-            finally:
-                self._in_batches = False
-            for batch in it:
+            # Ours is iterated at iter(loader) by a DataLoader, at the
+            # first next() by a wrapper whose __iter__ is a generator
+            # (accelerate's DataLoaderShard): allowed in both, and only
+            # there, not in the loop's body.
+            it = self._inside(iter, loader)
+            while True:
+                try:
+                    batch = self._inside(next, it)
+                except StopIteration:
+                    break
                 self._taken += 1
                 yield batch
         self._epoch, self._taken = self._epoch + 1, 0
+
+    def _inside(self, call, arg):
+        self._in_batches = True
+        try:
+            return call(arg)
+        finally:
+            self._in_batches = False
 
     # -- what the DataLoader iterates ----------------------------------
     def __iter__(self):

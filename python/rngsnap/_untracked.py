@@ -7,7 +7,8 @@ context covers it, when ignore_generator() marked it, or when it is one
 of the process-wide generators that rngsnap.torch.track() owns (torch's
 default generators, NumPy's global RandomState, random's own instance)
 or that a library keeps for itself (the random.Random of each tempfile
-name sequence: tempfile's, multiprocessing's).
+name sequence: tempfile's, multiprocessing's; SymPy's, which torch 2.x
+imports).
 
 The scan looks only for the types of modules already imported (it never
 imports torch or NumPy), walks gc.get_objects() and what each object
@@ -100,7 +101,28 @@ def library_generators():
     rnd = sys.modules.get("random")
     if rnd is not None:
         objs.append(getattr(rnd, "_inst", None))
+    objs += _sympy_generators()
     return {id(o): o for o in objs if o is not None}
+
+
+def _sympy_generators():
+    """SymPy's random.Random instances, made when it is imported: torch 2.x
+    imports it with its first optimizer (torch.optim -> torch._dynamo ->
+    symbolic_shapes).  They serve SymPy's own work: the order its
+    assumption rules are tried in (the answer must not depend on it),
+    randomized factoring and numeric spot checks, the base index of Dummy
+    names.  A training job never draws from them (torch uses SymPy for
+    symbolic shapes only), so no checkpoint needs them.  A job that draws
+    from sympy.core.random itself registers sympy.core.random.rng.
+    SymPy 1.11 (Debian 12) to 1.14 (torch 2.13's)."""
+    mods = sys.modules
+    rand = mods.get("sympy.core.random")
+    symbol = mods.get("sympy.core.symbol")
+    return [getattr(rand, "rng", None),
+            getattr(rand, "_assumptions_rng", None),  # 1.14, not 1.11
+            getattr(getattr(symbol, "Dummy", None), "_prng", None),
+            getattr(mods.get("sympy.ntheory.ecm"), "rgen", None),  # 1.11
+            getattr(mods.get("sympy.ntheory.qs"), "rgen", None)]  # 1.11
 
 
 def _library_holders():

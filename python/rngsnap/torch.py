@@ -31,6 +31,7 @@ import torch as _torch
 from . import Error, MismatchError
 from . import _encoding as _enc
 from . import _fingerprint as _fp
+from . import _genstate as _gs
 from . import _reseed
 from ._encoding import raised_by_python
 from ._generators import awaiting_load as _awaiting_load, check_order
@@ -142,7 +143,13 @@ def _torch_generator(name, get, put):
 
     def write(data):
         live = _tensor_bytes(get())
-        raw = _enc.decode_torch(name, data, len(live))
+        forms = None
+        if name.startswith("torch.cuda:"):
+            # torch <= 2.0 gives 816 bytes, >= 2.1 16: the same seed and
+            # offset, set in the live generator's form
+            forms = ((_gs.CUDA_OLD_SIZE, _gs.CUDA_NEW_SIZE),
+                     lambda raw: _gs.cuda_state_as(name, raw, live))
+        raw = _enc.decode_torch(name, data, len(live), forms)
         put(_bytes_tensor(raw))
     return _Generator(name, read, write)
 

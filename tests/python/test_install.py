@@ -80,6 +80,10 @@ def test_pip_install_target(tmp_path):
                         "--target", str(target), str(src)],
                        capture_output=True, text=True)
     assert r.returncode == 0, r.stdout + r.stderr
+    # The wheel holds the package only: no bin/, lib/, include/, etc/ and
+    # no .rngsnap.mesonpy.libs (the library's own install folders).
+    assert sorted(p.name for p in target.iterdir()) == [
+        "rngsnap", "rngsnap-0.1.0.dist-info"]
     assert (target / "rngsnap" / "plugins" / "rngsnap_cpu.so").exists()
     where, config, words = _draw_elsewhere(target, tmp_path)
     assert where == str(target / "rngsnap" / "__init__.py")

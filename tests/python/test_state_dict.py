@@ -5,10 +5,12 @@ nothing changes; torch.save/torch.load carry it; over 2 gloo ranks each
 rank's bytes, gathered (every rank's on every rank) and not, resume each
 rank bit-exactly, and world size 2 -> 1 is refused."""
 import io
+import json
+import textwrap
 
 import pytest
 
-from conftest import spawn_ranks
+from conftest import run_py, spawn_ranks
 
 import rngsnap
 
@@ -66,6 +68,72 @@ def test_torch_load_weights_only(ctx):
     buf.seek(0)
     ctx.load_state_dict(torch.load(buf, weights_only=True)["rng"])
     assert _draws(ctx) == after
+
+
+# A job's checkpoint as python.md's one-file recipe writes it, with
+# track()'s generators and three of the job's own: saved to a file, then
+# read in another process with plain torch.load(path).
+PLAIN_LOAD_JOB = textwrap.dedent("""\
+    import json, random, sys
+    import numpy as np, torch
+    import rngsnap, rngsnap.torch
+    path, mode = sys.argv[1], sys.argv[2]
+    seed = 7 if mode == "save" else 99  # the resumed run starts elsewhere
+    torch.manual_seed(seed); np.random.seed(seed); random.seed(seed)
+    model = torch.nn.Linear(3, 2)
+    ctx = rngsnap.Context(resume=mode == "load")
+    rngsnap.torch.track(ctx)
+    gens = {"loader": torch.Generator().manual_seed(seed),
+            "noise": np.random.default_rng(seed), "aug": random.Random(seed)}
+    for name, g in gens.items():
+        ctx.register_generator(name, g)
+
+    def draws():
+        return {"streams": [ctx.stream("cpu", 0, n).generate("u64", 2).tolist()
+                            for n in ("default", "dropout", "augment")],
+                "torch": torch.randint(0, 2**62, (2,)).tolist(),
+                "numpy": np.random.randint(0, 2**62, 2).tolist(),
+                "random": [random.getrandbits(64) for _ in range(2)],
+                "loader": torch.randint(0, 2**62, (2,),
+                                        generator=gens["loader"]).tolist(),
+                "noise": gens["noise"].integers(0, 2**62, 2).tolist(),
+                "aug": [gens["aug"].getrandbits(64) for _ in range(2)]}
+
+    if mode == "save":
+        ctx.seed_all(5)
+        draws()  # every generator mid-stream at the save
+        torch.save({"model": model.state_dict(), "step": 3,
+                    "rng": ctx.state_dict()}, path)
+        # what weights_only=True refuses: a pickled object
+        torch.save({"gen": random.Random(1)}, path + ".control")
+    else:
+        ck = torch.load(path)
+        model.load_state_dict(ck["model"])
+        ctx.load_state_dict(ck["rng"])
+        try:
+            torch.load(path + ".control")
+            print("control loaded")
+        except Exception as e:
+            print("control refused:", type(e).__name__)
+    print(json.dumps(draws()))
+    """)
+
+
+def test_plain_torch_load_of_a_file_resumes(tmp_path):
+    """torch.load(path) as it is: weights_only=True by default since torch
+    2.6.  An rngsnap state dict (plain bytes, int, str) needs no allowlist
+    and no safe_globals, and the restored generators draw what the
+    uninterrupted run drew.  (torch 1.13's default reads it too.)"""
+    torch = pytest.importorskip("torch")
+    path = tmp_path / "ck.pt"
+    saved = json.loads(run_py(PLAIN_LOAD_JOB, path, "save").stdout)
+    control, resumed = run_py(PLAIN_LOAD_JOB, path, "load").stdout.splitlines()
+    # where the default is weights_only, a pickled object is refused
+    assert control == ("control loaded" if torch.__version__ < "2.6" else
+                       "control refused: UnpicklingError")
+    assert json.loads(resumed) == saved
+    assert sorted(saved) == ["aug", "loader", "noise", "numpy", "random",
+                             "streams", "torch"]
 
 
 def _refused(ctx, state, cls, message):

@@ -219,3 +219,66 @@ def test_tracked_context_is_freed_when_dropped():
         assert ref() is None
     finally:
         gc.enable()
+
+
+# torch.cuda.get_rng_state(i) in torch's two forms: 816 bytes up to torch
+# 2.0 (800 unused bytes of 0xff, seed u64, Philox offset u64), 16 from 2.1
+# (seed, offset).  A checkpoint of one moves to the other.
+CUDA_FORMS = """
+import struct
+def cuda_form(size, seed, offset):
+    body = struct.pack("<QQ", seed, offset)
+    return (b"\\xff" * 800 + body) if size == 816 else body
+def fake_cuda_form(size, seed, offset):
+    states = fake_cuda(1)
+    raw = cuda_form(size, seed, offset)
+    states[0] = torch.tensor(list(raw), dtype=torch.uint8)
+    def put(t, i):
+        assert t.dtype == torch.uint8 and t.numel() == size, t.numel()
+        states[i] = t.clone()
+    torch.cuda.set_rng_state = put
+    return states
+"""
+
+
+@pytest.mark.parametrize("saved,live", [(816, 16), (16, 816)])
+def test_cuda_state_moves_between_torch_forms(tmp_path, saved, live):
+    ck = str(tmp_path / "ck.rngsnap")
+    run(CUDA_FORMS + """
+fake_cuda_form(%d, 1234, 4 * 10**9)
+ctx = rngsnap.Context()
+rngsnap.torch.track(ctx)
+ctx.save(ck)
+""" % saved, ck)
+    p = run(CUDA_FORMS + """
+states = fake_cuda_form(%d, 7, 8)
+ctx = rngsnap.Context(resume=True)
+rngsnap.torch.track(ctx)
+ctx.load(ck)
+want = cuda_form(%d, 1234, 4 * 10**9)
+print(bytes(states[0].tolist()) == want)
+""" % (live, live), ck)
+    assert p.stdout == "True\n", p.stdout + p.stderr
+
+
+def test_cuda_state_of_another_size_is_refused(tmp_path):
+    # Neither of torch's forms: refused, naming both sizes, nothing set.
+    ck = str(tmp_path / "ck.rngsnap")
+    run(CUDA_FORMS + """
+states = fake_cuda(1)
+states[0] = torch.zeros(32, dtype=torch.uint8)
+ctx = rngsnap.Context()
+rngsnap.torch.track(ctx)
+ctx.save(ck)
+""", ck)
+    p = run(CUDA_FORMS + """
+states = fake_cuda_form(16, 7, 8)
+ctx = rngsnap.Context(resume=True)
+rngsnap.torch.track(ctx)
+""" + CHECK_UNCHANGED
+            + "print(bytes(states[0].tolist()) == cuda_form(16, 7, 8))\n", ck)
+    out = p.stdout
+    assert out.startswith("MismatchError 7\n"), out
+    assert ("torch.cuda:0: checkpoint holds a 32-byte generator state, this "
+            "process's generator has 16 bytes") in out, out
+    assert out.endswith("unchanged\nTrue\n"), out

@@ -98,6 +98,32 @@ def test_process_wide_generators_are_not_reported(tmp_path):
     assert run_py(code, tmp_path / "c").stdout == "[]\n"
 
 
+def test_sympy_generators_are_not_reported(tmp_path):
+    """torch 2.x imports SymPy with the first optimizer (torch._dynamo),
+    and SymPy makes three random.Random of its own (sympy.core.random's
+    rng and _assumptions_rng, Dummy._prng): the epoch loop saw them
+    reported on torch 2.13.  A random.Random of the job's beside them
+    still is."""
+    pytest.importorskip("sympy")
+    code = textwrap.dedent("""\
+        import random, sys
+        import torch
+        import rngsnap
+        torch.optim.SGD([torch.zeros(1, requires_grad=True)], lr=0.1)
+        import sympy  # torch 1.x does not import it
+        from sympy.core import random as sympy_random
+        sympy.Dummy(); sympy_random.random()
+        mine = random.Random(3)
+        ctx = rngsnap.Context(untracked="error")
+        print([f.label for f in ctx.untracked_generators()])
+        ctx.register_generator("sympy", sympy_random.rng)  # who draws from it
+        ctx.register_generator("mine", mine)
+        ctx.seed_all(1)
+        ctx.save(sys.argv[1])
+        """)
+    assert run_py(code, tmp_path / "c").stdout == "['random.Random']\n"
+
+
 def test_scan_imports_nothing(tmp_path):
     code = textwrap.dedent("""\
         import random, sys
