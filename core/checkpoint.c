@@ -814,6 +814,11 @@ static int load_locked(struct rngsnap *ctx, const char *path,
     int rc = rs_check_usable(ctx);
     if (rc)
         return rc;
+    char what[RS_ERRMSG_MAX];
+    snprintf(what, sizeof what, "load %s", path);
+    rc = rs_reload_gate(ctx, what);
+    if (rc)
+        return rc;
 
     /* The file this registry would write: its size is the read's hint
      * (only a hint: a wrong one costs one more read() at most). */
@@ -854,6 +859,8 @@ static int load_mem_locked(struct rngsnap *ctx, const void *data,
         return rs_error(ctx, RNGSNAP_E_INVALID, "rngsnap_load_mem: unknown "
                         "flags 0x%x (it takes none: pass 0)", flags);
     int rc = rs_check_usable(ctx);
+    if (!rc)
+        rc = rs_reload_gate(ctx, "load " RS_MEM_NAME);
     if (rc)
         return rc;
     return rs_load_image(ctx, RS_MEM_NAME, data, size);

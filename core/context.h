@@ -60,6 +60,10 @@ struct rngsnap_stream {
     int device;
     const char *name;    /* points into backend->streams               */
     void *handle;        /* plugin's stream                             */
+    /* Drawn (generate, reserve) at least once.  A RESUME context draws
+     * only after its load, and refuses another load then
+     * (rs_reload_gate). */
+    atomic_int drawn;
 };
 
 /* One app state registered with rngsnap_register_state. */

@@ -78,6 +78,11 @@ int rs_plugin_rc(struct rngsnap *ctx, rs_backend *b, int rc,
  * the context's unusable error, or RNGSNAP_E_ORDER naming call and s
  * before a RESUME context has loaded. */
 int rs_stream_gate(rngsnap_stream *s, rs_word_id call);
+/* The gate's other half, for every load: RNGSNAP_OK, or, in a RESUME
+ * context whose streams have drawn (only ever after its load),
+ * RNGSNAP_E_ORDER naming each of them after what ("load <path>",
+ * "load_ranks <dir>").  Nothing is changed. */
+int rs_reload_gate(struct rngsnap *ctx, const char *what);
 /* s and at are not NULL: else RNGSNAP_E_INVALID, "call: stream is NULL"
  * or "call on <stream>: at is NULL". */
 int rs_stream_at_args(rngsnap_stream *s, const rngsnap_philox *at,

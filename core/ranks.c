@@ -701,6 +701,11 @@ static int load_ranks_locked(job *j, unsigned flags)
     memset(&plan, 0, sizeof plan);
 
     int rc = first_checks(j, flags, LOAD_FLAGS);
+    if (!rc) { /* refused on every rank together, at step 1 */
+        char what[RS_ERRMSG_MAX];
+        snprintf(what, sizeof what, "%s %s", j->op, j->dir);
+        rc = rs_reload_gate(ctx, what);
+    }
     if (!rc && c->rank == 0)
         rc = read_manifest(j, &mbuf, &mlen);
     uint64_t len64 = mlen, *lens = malloc((size_t)c->size * 8);

@@ -239,6 +239,48 @@ int rs_stream_gate(rngsnap_stream *s, rs_word_id call)
     return RNGSNAP_OK;
 }
 
+/* A resumed job that loads again after drawing would rewind the streams
+ * it drew to the checkpoint's positions and replay numbers it has
+ * already used, with nothing to say so; as seeding after the load, that
+ * is refused.  Draws are refused before the first load, so `drawn` is
+ * only ever set after it, and stays set: no later load may rewind. */
+int rs_reload_gate(struct rngsnap *ctx, const char *what)
+{
+    if (!(ctx->flags & RNGSNAP_RESUME))
+        return RNGSNAP_OK;
+    char names[900] = "", label[600];
+    size_t ndrawn = 0, listed = 0, used = 0;
+    for (size_t i = 0; i < ctx->nstreams; i++) {
+        rngsnap_stream *s = &ctx->streams[i];
+        if (!atomic_load_explicit(&s->drawn, memory_order_relaxed))
+            continue;
+        ndrawn++;
+        rs_stream_label(s, label, sizeof label);
+        /* Every one that fits; the rest are counted. */
+        size_t need = strlen(label) + (listed ? 2 : 0);
+        if (used + need + 1 > sizeof names)
+            continue;
+        used += (size_t)snprintf(names + used, sizeof names - used, "%s%s",
+                                 listed ? ", " : "", label);
+        listed++;
+    }
+    if (ndrawn == 0)
+        return RNGSNAP_OK;
+    char more[48] = "";
+    if (ndrawn > listed)
+        snprintf(more, sizeof more, " and %zu more", ndrawn - listed);
+    return rs_error(ctx, RNGSNAP_E_ORDER, "%s refused, nothing restored: "
+                    "this context was opened with %s and has drawn from "
+                    "stream%s %s%s since its load; loading again would "
+                    "rewind %s to the checkpoint's positions and replay "
+                    "numbers already used. Load once, before the first "
+                    "draw; to go back to a checkpoint on purpose, load it "
+                    "into a new context (%s)",
+                    what, rs_word(ctx, RS_W_RESUME), ndrawn > 1 ? "s" : "",
+                    names, more, ndrawn > 1 ? "them" : "it",
+                    rs_word(ctx, RS_W_OPEN));
+}
+
 static int call_failed(rngsnap_stream *s, int rc, const char *call,
                        unsigned long mark)
 {
@@ -272,6 +314,7 @@ int rngsnap_generate(rngsnap_stream *s, rngsnap_dist dist, void *out,
         return rc;
     unsigned long mark = rs_error_mark();
     rs_stream_lock(s);
+    atomic_store_explicit(&s->drawn, 1, memory_order_relaxed);
     rc = s->backend->vt->generate(s->handle, dist, out, n);
     rs_stream_unlock(s);
     return rc ? call_failed(s, rc, "generate", mark) : RNGSNAP_OK;
@@ -308,6 +351,8 @@ int rngsnap_reserve(rngsnap_stream *s, uint64_t n, rngsnap_philox *at)
                         s->backend->name, s->backend->plugin_path);
     unsigned long mark = rs_error_mark();
     rs_stream_lock(s);
+    if (n) /* 0 only reports the position */
+        atomic_store_explicit(&s->drawn, 1, memory_order_relaxed);
     rc = s->backend->vt->reserve(s->handle, n, at);
     rs_stream_unlock(s);
     return rc ? call_failed(s, rc, "reserve", mark) : RNGSNAP_OK;

@@ -48,7 +48,7 @@ from ._rngsnap import (  # noqa: E402,F401
     NoMemoryError, OrderError, PluginError, Stream, UnavailableError,
     dist_size)
 
-from . import _generators, _hooks, _untracked  # noqa: E402
+from . import _generators, _hooks, _reseed, _untracked  # noqa: E402
 from ._untracked import (  # noqa: E402,F401
     UntrackedGeneratorError, UntrackedGeneratorWarning)
 
@@ -113,6 +113,8 @@ class Context(_rngsnap.Context):
 
     def __init__(self, config=None, resume=False, untracked="warn"):
         self._generators = _generators.Registry(self)
+        # What the load of a resumed context restored (_reseed.py).
+        self._restored = _reseed.Restored(self, resume)
         self._watch = _untracked.Watch(self, untracked)
         if config is not None:
             super().__init__(config, resume)
@@ -333,6 +335,9 @@ class Context(_rngsnap.Context):
         self._watch.mode = _untracked.check_mode(mode)
 
     def _before_save(self, method, args, kw):
+        # A generator the load restored, re-seeded since: refused first
+        # (an error, where the untracked report may only warn).
+        _reseed.check_save(self._restored, method, args, kw)
         # save_ranks(dir, group) and state_dict(gather=True, group) are
         # collective: under "error" every rank refuses together.
         collective = None
@@ -347,9 +352,14 @@ class Context(_rngsnap.Context):
         _generators.check_order(self._generators.drawn(), method, args, kw,
                                 "ctx.register_generator()",
                                 "registered generators")
+        # A resumed context that drew since its load: refused (the core
+        # refuses it for its streams, but names no generator).
+        _reseed.check_reload(self, self._restored, method, args, kw)
+        self._loading = method
 
     def _after_load(self):
         self._generators.loaded()
+        self._restored.loaded(self._loading)
 
 
 _hooks.install(Context)

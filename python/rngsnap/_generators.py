@@ -16,6 +16,7 @@ import weakref
 from . import OrderError
 from . import _encoding as _enc
 from . import _genstate as _gs
+from . import _reseed
 
 SUPPORTED = ("torch.Generator (any device); numpy.random.Generator or its "
              "bit generator (%s); numpy.random.RandomState; random.Random "
@@ -208,13 +209,24 @@ class Registry:
         ctx.register_state(name, save=lambda: adapter.read(name),
                            load=lambda data: adapter.write(name, data))
         self._regs[name] = _Registration(adapter, snap)
+        restored = getattr(ctx, "_restored", None)
+        if restored is not None:  # re-seeding after the load (_reseed.py)
+            restored.add(name, lambda: adapter.read(name),
+                         _reseed.probe_for(adapter.objects[0]),
+                         adapter.objects)
 
     def forget(self, name):
         self._regs.pop(name, None)
+        restored = getattr(self._ctx(), "_restored", None)
+        if restored is not None:
+            restored.forget(name)
 
     def clear(self):
         """Forget every registration (the context is closed)."""
         self._regs.clear()
+        restored = getattr(self._ctx(), "_restored", None)
+        if restored is not None:
+            restored.clear()
 
     def covered(self):
         """ids of every object a registration covers."""

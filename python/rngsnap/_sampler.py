@@ -26,6 +26,7 @@ import torch as _torch
 
 from . import CorruptError, MismatchError
 from . import _encoding as _enc
+from . import _reseed
 
 __all__ = ["ResumableSampler", "DistributedResumableSampler", "KeyedDataset",
            "SampleKey", "ORDER_KEY", "LOADER_KEY"]
@@ -47,9 +48,10 @@ def seed_words(words, manual_seed):
     Python's random from 10 u32 words; returns the 64-bit torch seed."""
     w = [int(x) for x in words]
     torch_seed = w[0] | (w[1] << 32)
-    manual_seed(torch_seed)
-    _np.random.seed(_np.array(w[2:6], dtype=_np.uint32))
-    _random.seed(w[6] | (w[7] << 32) | (w[8] << 64) | (w[9] << 96))
+    with _reseed.keyed():  # keyed seeding is no re-seed (_reseed.py)
+        manual_seed(torch_seed)
+        _np.random.seed(_np.array(w[2:6], dtype=_np.uint32))
+        _random.seed(w[6] | (w[7] << 32) | (w[8] << 64) | (w[9] << 96))
     return torch_seed
 
 

@@ -32,6 +32,7 @@ from . import Error, MismatchError
 from . import _encoding as _enc
 from . import _fingerprint as _fp
 from . import _genstate as _gs
+from . import _reseed
 from ._encoding import raised_by_python
 from ._generators import awaiting_load as _awaiting_load, check_order
 # Mid-epoch resume with a standard DataLoader (_sampler.py).
@@ -197,6 +198,13 @@ class Tracker:
         self._awaiting = _awaiting_load(ctx) if resume is None else resume
         self._at_track = ({g.name: g.read() for g in self.generators}
                           if self._awaiting else {})
+        # Re-seeding after the load, and a second load (_reseed.py).
+        restored = getattr(ctx, "_restored", None)
+        for g in (self.generators if self._awaiting and restored else ()):
+            obj = _reseed.tracked_object(g.name)
+            restored.add(g.name, g.read, obj is not None and
+                         _reseed.probe_for(obj) or None,
+                         [obj] if obj is not None else [], tracked=True)
 
         # The fingerprint first: under "strict" its load fails before any
         # generator is set (the core rolls back the streams it set).
@@ -318,8 +326,12 @@ def track(ctx, fingerprint="warn", resume=None):
 def seed_from(keyed):
     """Seed torch's default generator, NumPy's global generator and
     Python's random from the next draws of keyed (a stream or a keyed
-    stream from Stream.derive).  Returns the 64-bit torch seed."""
-    return _seed_words(keyed.generate("u32", 10), _torch.manual_seed)
+    stream from Stream.derive).  Returns the 64-bit torch seed.  Allowed
+    after the load of a resumed context: a pure function of the restored
+    streams, as in the uninterrupted run."""
+    words = keyed.generate("u32", 10)
+    _reseed.note_keyed(["torch.cpu", "numpy.global", "python.random"])
+    return _seed_words(words, _torch.manual_seed)
 
 
 class _WorkerInit:

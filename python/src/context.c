@@ -8,6 +8,7 @@
  */
 #include "rngsnap_py.h"
 #include "words.h" /* the core's: its messages in Python's words */
+#include "context.h" /* the core's: which streams have drawn */
 
 /* This thread's running save/load/ranks calls, innermost first. */
 static _Thread_local rsp_call *rsp_calls;
@@ -396,7 +397,33 @@ static PyObject *ctx_closed(rsp_context *self, void *unused)
     return PyBool_FromLong(self->ctx == NULL);
 }
 
+/* Labels of the streams that have drawn (generate, reserve) since the
+ * open: in a resume=True context, since its load.  The Python layer's
+ * refusal of a second load names them with the generators that moved
+ * (the core refuses such a load itself too, naming the streams only). */
+static PyObject *ctx_streams_drawn(rsp_context *self, PyObject *unused)
+{
+    (void)unused;
+    rngsnap *ctx = rsp_ctx_get(self);
+    if (!ctx)
+        return NULL;
+    PyObject *out = PyList_New(0);
+    for (size_t i = 0; out && i < ctx->nstreams; i++) {
+        const struct rngsnap_stream *s = &ctx->streams[i];
+        if (!atomic_load_explicit(&s->drawn, memory_order_relaxed))
+            continue;
+        PyObject *l = PyUnicode_FromFormat("%s:%d/%s", s->backend->name,
+                                           s->device, s->name);
+        if (!l || PyList_Append(out, l) < 0)
+            Py_CLEAR(out);
+        Py_XDECREF(l);
+    }
+    return out;
+}
+
 static PyMethodDef ctx_methods[] = {
+    {"_streams_drawn", (PyCFunction)ctx_streams_drawn, METH_NOARGS,
+     "Labels of the streams drawn since the open (internal)."},
     {"close", (PyCFunction)ctx_close, METH_NOARGS,
      "Close the context (streams of it then raise Error)."},
     {"__enter__", (PyCFunction)ctx_enter, METH_NOARGS, NULL},

@@ -209,6 +209,14 @@ static void test_resume_gate(void **state)
     assert_int_equal(rngsnap_load(r, path, 0), RNGSNAP_OK);
     assert_int_equal(rngsnap_derive(s, 3, 4, &kr), RNGSNAP_OK);
     assert_true(same(&ka, &kr)); /* the restored seeding gives the same key */
+    /* A keyed draw moves no position a load restores: loading again is
+     * not refused, as it is after a draw of the stream itself. */
+    assert_int_equal(rngsnap_generate_at(s, &kr, RNGSNAP_U32, w, 2),
+                     RNGSNAP_OK);
+    assert_int_equal(rngsnap_load(r, path, 0), RNGSNAP_OK);
+    assert_int_equal(rngsnap_generate(s, RNGSNAP_U32, w, 2), RNGSNAP_OK);
+    assert_int_equal(rngsnap_load(r, path, 0), RNGSNAP_E_ORDER);
+    th_contains(rngsnap_errmsg(r), "cpu:0/default since its load");
     rngsnap_close(a);
     rngsnap_close(r);
 }

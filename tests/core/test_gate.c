@@ -1,7 +1,8 @@
 /*
  * test_gate.c - the resume gate.  A context opened with RNGSNAP_RESUME
  * refuses generate and reserve (RNGSNAP_E_ORDER naming the stream) until
- * a load has succeeded, and refuses rngsnap_seed_all after it.  The load
+ * a load has succeeded, and refuses rngsnap_seed_all after it, and a
+ * second load once a stream has drawn (test_reload_*).  The load
  * itself is the checkpoint engineer's: here its effect on the context
  * (loaded = 1, awaiting_load = 0, as rngsnap_load sets them) is applied
  * through the static core; test_with_real_load then checks the same with
@@ -145,6 +146,126 @@ static void test_with_real_load(void **state)
     rngsnap_close(run);
 }
 
+/* Every stream's position, to show a refusal changed nothing. */
+static void positions(rngsnap *ctx, rngsnap_philox *at)
+{
+    for (size_t i = 0; i < rngsnap_stream_count(ctx); i++)
+        assert_int_equal(rngsnap_stream_position(rngsnap_stream_at(ctx, i),
+                                                 &at[i]), RNGSNAP_OK);
+}
+
+/* A checkpoint of every stream at some position, saved by a plain run. */
+static void save_one(const char *path, uint64_t seed)
+{
+    rngsnap *run = th_open_ok(ini, 0);
+    assert_int_equal(rngsnap_seed_all(run, seed), RNGSNAP_OK);
+    uint32_t w[8];
+    for (size_t i = 0; i < rngsnap_stream_count(run); i++)
+        assert_int_equal(rngsnap_generate(rngsnap_stream_at(run, i),
+                                          RNGSNAP_U32, w, 1 + i), RNGSNAP_OK);
+    assert_int_equal(rngsnap_save(run, path, RNGSNAP_SAVE_REPLACE),
+                     RNGSNAP_OK);
+    rngsnap_close(run);
+}
+
+/* A resumed job that loads again after drawing would rewind the stream
+ * and replay its numbers: refused, naming each stream drawn, with every
+ * position as it was.  Loading again before any draw is harmless. */
+static void test_reload_after_draw(void **state)
+{
+    (void)state;
+    char ck[4096];
+    snprintf(ck, sizeof ck, "%s/reload.ckpt", th_tmpdir());
+    save_one(ck, 31);
+    rngsnap *ctx = th_open_ok(ini, RNGSNAP_RESUME);
+    assert_int_equal(rngsnap_load(ctx, ck, 0), RNGSNAP_OK);
+    assert_int_equal(rngsnap_load(ctx, ck, 0), RNGSNAP_OK); /* no draw yet */
+    rngsnap_philox at;
+    /* Reading the position and a 0-word reserve do not draw. */
+    assert_int_equal(rngsnap_reserve(rngsnap_stream_at(ctx, 0), 0, &at),
+                     RNGSNAP_OK);
+    assert_int_equal(rngsnap_load(ctx, ck, 0), RNGSNAP_OK);
+
+    rngsnap_stream *s;
+    assert_int_equal(rngsnap_stream_find(ctx, "good", 1, "dropout", &s),
+                     RNGSNAP_OK);
+    uint32_t w[4];
+    assert_int_equal(rngsnap_generate(s, RNGSNAP_U32, w, 4), RNGSNAP_OK);
+    rngsnap_philox before[8], after[8];
+    assert_true(rngsnap_stream_count(ctx) <= 8);
+    positions(ctx, before);
+    assert_int_equal(rngsnap_load(ctx, ck, 0), RNGSNAP_E_ORDER);
+    th_contains(rngsnap_errmsg(ctx), "load ", "reload.ckpt", "refused, "
+                "nothing restored", "RNGSNAP_RESUME", "stream good:1/dropout "
+                "since its load", "rewind it", "Load once, before the first "
+                "draw", "rngsnap_open");
+    positions(ctx, after);
+    assert_memory_equal(before, after, sizeof before[0]
+                        * rngsnap_stream_count(ctx));
+    /* The same from bytes: */
+    void *img;
+    size_t len;
+    assert_int_equal(rngsnap_save_mem(ctx, &img, &len, 0), RNGSNAP_OK);
+    assert_int_equal(rngsnap_load_mem(ctx, img, len, 0), RNGSNAP_E_ORDER);
+    th_contains(rngsnap_errmsg(ctx), "load checkpoint bytes refused",
+                "good:1/dropout");
+    positions(ctx, after);
+    assert_memory_equal(before, after, sizeof before[0]
+                        * rngsnap_stream_count(ctx));
+    rngsnap_free(img);
+    /* A draw after the refusal is the job's next number, not a replay. */
+    rngsnap_close(ctx);
+}
+
+/* Each stream drawn is named; a reserve is a draw (a keyed draw is not:
+ * test_derive). */
+static void test_reload_names_each(void **state)
+{
+    (void)state;
+    char ck[4096];
+    snprintf(ck, sizeof ck, "%s/reload-each.ckpt", th_tmpdir());
+    save_one(ck, 32);
+    rngsnap *ctx = th_open_ok(ini, RNGSNAP_RESUME);
+    assert_int_equal(rngsnap_load(ctx, ck, 0), RNGSNAP_OK);
+    uint32_t w[4];
+    rngsnap_philox at;
+    assert_int_equal(rngsnap_reserve(rngsnap_stream_at(ctx, 0), 4, &at),
+                     RNGSNAP_OK);
+    assert_int_equal(rngsnap_generate(rngsnap_stream_at(ctx, 3),
+                                      RNGSNAP_U32, w, 1), RNGSNAP_OK);
+    assert_int_equal(rngsnap_load(ctx, ck, 0), RNGSNAP_E_ORDER);
+    th_contains(rngsnap_errmsg(ctx), "streams good:0/default, "
+                "good:1/dropout since its load", "rewind them");
+    rngsnap_close(ctx);
+}
+
+/* Only RESUME refuses: a plain context may load whenever it likes (a job
+ * that rolls back on purpose), and a fresh context loads what the first
+ * refused. */
+static void test_reload_without_resume(void **state)
+{
+    (void)state;
+    char ck[4096];
+    snprintf(ck, sizeof ck, "%s/reload-plain.ckpt", th_tmpdir());
+    save_one(ck, 33);
+    rngsnap *ctx = th_open_ok(ini, 0);
+    assert_int_equal(rngsnap_load(ctx, ck, 0), RNGSNAP_OK);
+    uint32_t w[4], x[4], y[4];
+    rngsnap_stream *s = rngsnap_stream_at(ctx, 1);
+    assert_int_equal(rngsnap_generate(s, RNGSNAP_U32, x, 4), RNGSNAP_OK);
+    assert_int_equal(rngsnap_load(ctx, ck, 0), RNGSNAP_OK);
+    assert_int_equal(rngsnap_generate(s, RNGSNAP_U32, y, 4), RNGSNAP_OK);
+    assert_memory_equal(x, y, sizeof x); /* rewound, as asked */
+    rngsnap_close(ctx);
+
+    ctx = th_open_ok(ini, RNGSNAP_RESUME);
+    assert_int_equal(rngsnap_load(ctx, ck, 0), RNGSNAP_OK);
+    assert_int_equal(rngsnap_generate(rngsnap_stream_at(ctx, 1), RNGSNAP_U32,
+                                      w, 4), RNGSNAP_OK);
+    assert_memory_equal(w, x, sizeof w);
+    rngsnap_close(ctx);
+}
+
 static int setup(void **state)
 {
     (void)state;
@@ -162,6 +283,9 @@ int main(void)
         cmocka_unit_test(test_seed_after_load),
         cmocka_unit_test(test_without_resume),
         cmocka_unit_test(test_with_real_load),
+        cmocka_unit_test(test_reload_after_draw),
+        cmocka_unit_test(test_reload_names_each),
+        cmocka_unit_test(test_reload_without_resume),
     };
     return cmocka_run_group_tests(tests, setup, th_group_teardown);
 }

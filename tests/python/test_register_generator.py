@@ -521,8 +521,14 @@ def test_not_drawn_loads_and_check_ends_with_the_load(tmp_path):
     r.register_generator("g", g)
     r.load(str(tmp_path / "c"))
     assert g.bit_generator.state == np.random.default_rng(1).bit_generator.state
+    r.load(str(tmp_path / "c"))  # again before any draw: harmless
     g.random()  # after the load: drawing is the job's business
-    r.load(str(tmp_path / "c"))
+    drawn = g.bit_generator.state
+    # but a second load now would rewind g (issue 22 item 4): refused,
+    # changing nothing
+    with pytest.raises(rngsnap.OrderError, match="generator g changed"):
+        r.load(str(tmp_path / "c"))
+    assert g.bit_generator.state == drawn
     r.close()
 
 

@@ -85,10 +85,15 @@ def test_no_draw_loads_and_then_draws_are_free(checkpoint):
     ctx, _ = _resumed(loads)
     ctx.load(checkpoint)
     assert loads == [b"saved"]
-    after = _states()
-    torch.rand(3)  # after the load: allowed, and a second load is too
-    ctx.load(checkpoint)
-    assert _states() == after
+    ctx.load(checkpoint)  # again before any draw: harmless
+    torch.rand(3)  # after the load: allowed
+    drawn = _states()
+    # A second load now would rewind torch.cpu (issue 22 item 4): refused,
+    # changing nothing (test_reseed.py has the rest).
+    with pytest.raises(rngsnap.OrderError, match="torch.cpu"):
+        ctx.load(checkpoint)
+    assert _states() == drawn
+    assert loads == [b"saved", b"saved"]
     ctx.close()
 
 

@@ -348,6 +348,62 @@ static void test_cleanup_and_order(void **state)
     world_free(&w);
 }
 
+/* ---- a second load after a draw ------------------------------------------- */
+
+/* Loading again before any draw is harmless; once one rank has drawn, a
+ * load_ranks would rewind it, and every rank refuses together (the
+ * others would otherwise wait in the collective), changing nothing. */
+static int body_reload(int rank, const rngsnap_comm *c, void *arg)
+{
+    world *w = arg;
+    int bad = 0;
+    rngsnap *ctx = rk_open(ini_of(w, rank), rank, c->size, RNGSNAP_RESUME);
+    if (!ctx)
+        return 1;
+    rk_app progress, config;
+    memset(&progress, 0, sizeof progress);
+    memset(&config, 0, sizeof config);
+    EXPECT_RC(rk_register(ctx, "progress", &progress), 0, ctx);
+    EXPECT_RC(rk_register(ctx, "config", &config), 0, ctx);
+    EXPECT_RC(rngsnap_load_ranks(ctx, c, w->dir, 0), 0, ctx);
+    EXPECT_RC(rngsnap_load_ranks(ctx, c, w->dir, 0), 0, ctx);
+    rngsnap_stream *s = rngsnap_stream_at(ctx, 0);
+    uint32_t word;
+    if (rank == 1)
+        EXPECT_RC(rngsnap_generate(s, RNGSNAP_U32, &word, 1), 0, ctx);
+    size_t n0, n1;
+    uint8_t *before = rk_take(ctx, &n0);
+    progress.bytes[0] ^= 0x5a; /* what the job did since its load */
+    uint8_t app[16];
+    memcpy(app, progress.bytes, 16);
+    EXPECT_RC(rngsnap_load_ranks(ctx, c, w->dir, 0), RNGSNAP_E_ORDER, ctx);
+    char want[700];
+    snprintf(want, sizeof want, "rank 1 of 2: load_ranks %s refused, "
+             "nothing restored: this context was opened with RNGSNAP_RESUME "
+             "and has drawn from stream %s:%d/%s since its load", w->dir,
+             rngsnap_stream_backend(s), rngsnap_stream_device(s),
+             rngsnap_stream_name(s));
+    EXPECT_MSG(ctx, want);
+    uint8_t *after = rk_take(ctx, &n1);
+    EXPECT(n0 == n1 && memcmp(before, after, n0) == 0);
+    EXPECT(memcmp(app, progress.bytes, 16) == 0);
+    free(before);
+    free(after);
+    rngsnap_close(ctx);
+    return bad;
+}
+
+static void test_reload_after_draw(void **state)
+{
+    (void)state;
+    char dir[600];
+    snprintf(dir, sizeof dir, "%s/reload", scratch);
+    world w = {.ini = {mixed_ini}, .dir = dir, .seed = 21};
+    assert_int_equal(thread_comm_run(2, body_save, &w), 0);
+    assert_int_equal(thread_comm_run(2, body_reload, &w), 0);
+    world_free(&w);
+}
+
 /* ---- a save that fails leaves the previous checkpoint --------------------- */
 
 static void test_failed_save_keeps_previous(void **state)
@@ -1425,6 +1481,7 @@ int main(void)
         cmocka_unit_test(test_resume_4),
         cmocka_unit_test(test_resume_8),
         cmocka_unit_test(test_cleanup_and_order),
+        cmocka_unit_test(test_reload_after_draw),
         cmocka_unit_test(test_exists_and_replace),
         cmocka_unit_test(test_failed_save_keeps_previous),
         cmocka_unit_test(test_comm_fails_after_commit),
