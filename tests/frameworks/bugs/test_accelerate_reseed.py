@@ -15,7 +15,7 @@ JOB, KILL_AT = "accelerate_reseed_job.py", 1  # the end of epoch 1 of 3
 
 # Issue 22's re-seed detection is being built on another branch; set to
 # True when it is merged, and the rngsnap half runs.
-RESEED_DETECTION_MERGED = False
+RESEED_DETECTION_MERGED = True
 
 
 def test_plain_reseed_after_load_state_diverges_silently():
