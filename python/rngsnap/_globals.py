@@ -1,8 +1,13 @@
 """The process-wide generators of torch, NumPy and random, for the
 untracked report (issue 22, item 2): they count as held only when an
-open context's rngsnap.torch.track() holds them; otherwise a save reports
-each one that drew since it was last seeded (a job that never draws from
-them gets no warning; one that did would resume them from their seed).
+open context's rngsnap.torch.track() holds them; otherwise a scan (a
+save's) reports each one that drew between the previous scan of the
+process and this one, and since it was last seeded: draws between two
+checkpoints are what a resume without them gets wrong.  Draws before the
+first scan (building the model, which a resumed job repeats) are not
+reported, nor is a re-seed alone (a set_seed helper), so a job that
+draws from them only at set-up gets no warning; the cost is that a job
+that saves once is never warned.
 
 "Drew since seeded", read from the state alone (modules already imported
 only; nothing is imported here):
@@ -81,13 +86,28 @@ def generators():
     return out
 
 
+def _state(obj):
+    get = getattr(obj, "get_state", None) or obj.getstate
+    st = get()
+    if hasattr(st, "numpy"):  # a torch.Generator's ByteTensor
+        return st.numpy().tobytes()
+    return repr(st)  # NumPy's and random's tuples, arrays included
+
+
+_last = {}  # id -> state at the previous scan of the process
+
+
 def undrawn_ids(held):
     """Ids the report skips: every process-wide generator when held (an
-    open context tracks them), else those that drew nothing since
-    seeded; with each one's inner bit generator."""
+    open context tracks them), else those that did not change since the
+    previous scan or drew nothing since seeded; with each one's inner bit
+    generator.  Records every state for the next scan."""
     ids = set()
     for obj, drawn, inner in generators():
-        if held or not drawn(obj):
+        now = _state(obj)
+        before = _last.get(id(obj))
+        _last[id(obj)] = now
+        if held or before is None or before == now or not drawn(obj):
             ids |= {id(obj)} | {id(o) for o in inner if o is not None}
     return ids
 

@@ -373,7 +373,7 @@ def report_text(found):
     n = len(found)
     wide = _globals.ids()
     if any(id(f.obj) in wide for f in found):
-        lines.append("(drawn from since seeded, in no checkpoint: " +
+        lines.append("(drawn from since the last save, in no checkpoint: " +
                      _globals.FIX + ")")
     return ("%d generator%s live%s in this process but %s in no checkpoint, "
             "so a resumed run would not restore %s:\n  %s\n"

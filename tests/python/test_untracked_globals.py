@@ -2,9 +2,10 @@
 NumPy's and random's global generators counted as held by the untracked
 report even when nothing tracked them, so a job drawing torch.rand
 without track() resumed wrong with no warning.  Now a save reports each
-global generator that drew since it was seeded, with the fix; one that
-only was seeded (a set_seed helper seeds all three) is not reported.
-Each job runs in a fresh interpreter: the globals start as at import."""
+global generator that drew since the previous save (and since seeded),
+with the fix; draws at set-up before the first save (building the model)
+and a re-seed alone (a set_seed helper) are not reported.  Each job runs
+in a fresh interpreter: the globals start as at import."""
 import warnings  # noqa: F401  (the jobs use it)
 
 from conftest import run_py
@@ -17,17 +18,21 @@ warnings.simplefilter("always")
 ctx = rngsnap.Context()
 if sys.argv[1] == "track":
     rngsnap.torch.track(ctx)
+rngsnap._untracked.RESCAN_FACTOR = 0  # every save scans
 torch.manual_seed(1); np.random.seed(1); random.seed(1)  # a set_seed
-for draw in sys.argv[2:]:
-    {"torch": lambda: torch.rand(3), "numpy": lambda: np.random.rand(3),
-     "random": lambda: random.random()}[draw]()
+torch.nn.Linear(4, 4)  # set-up draws, before the first checkpoint
 with warnings.catch_warnings(record=True) as w:
+    ctx.save_bytes()
+    torch.manual_seed(2)  # a re-seed alone
+    for draw in sys.argv[2:]:  # "training"
+        {"torch": lambda: torch.rand(3), "numpy": lambda: np.random.rand(3),
+         "random": lambda: random.random()}[draw]()
     ctx.save_bytes()
 print("\n---\n".join(str(x.message) for x in w
                     if x.category is rngsnap.UntrackedGeneratorWarning))
 """
 
-FIX = ("(drawn from since seeded, in no checkpoint: torch's, NumPy's and "
+FIX = ("(drawn from since the last save, in no checkpoint: torch's, NumPy's and "
        "random's global generators are held by rngsnap.torch.track(ctx) "
        "(call it after building the model, before the load))")
 
