@@ -11,7 +11,9 @@
  *
  * Rank: rngsnap_set_rank may be called at any time; it affects the next
  * rngsnap_seed_all (subsequence = rank) and what later saves record and
- * later loads compare.
+ * later loads compare.  A context never seeded nor loaded keeps its
+ * entries at seed_all(0)'s positions for its current rank (seed.c,
+ * rs_seed_default): open puts them there, set_rank moves them along.
  */
 #include <errno.h>
 #include <limits.h>
@@ -103,8 +105,11 @@ int rngsnap_set_rank(rngsnap *ctx, int rank, int world_size)
                         "world_size)", rs_word(ctx, RS_W_SET_RANK), rank,
                         world_size);
     rs_ctx_lock(ctx);
+    int moved = ctx->rank != rank;
     ctx->rank = rank;
     ctx->world_size = world_size;
+    if (moved) /* a never-seeded context's default follows the rank */
+        rs_seed_default(ctx);
     rs_ctx_unlock(ctx);
     return RNGSNAP_OK;
 }
@@ -242,6 +247,7 @@ int rngsnap_open(rngsnap **out, const char *ini_path, unsigned flags)
         return rc;
     }
     ctx->usable = rs_check_usable(ctx) == RNGSNAP_OK;
+    rs_seed_default(ctx); /* entries apart even before any seeding */
     rs_error_clear(ctx); /* what a successful open noted is no error */
     *out = ctx;
     return RNGSNAP_OK;

@@ -99,6 +99,8 @@ struct rngsnap {
     int rank, world_size;
     atomic_int awaiting_load; /* RESUME gate: draws refused until a load */
     atomic_int loaded;   /* a load has succeeded                        */
+    atomic_int seeded;   /* a seed_all has succeeded: with `loaded`, what
+                            lets draws through (rs_seed_gate)          */
     int log_level;       /* rng.ini `log` (-1 unset); RNGSNAP_LOG wins  */
     rs_lang lang;        /* how messages spell the API (words.h)        */
     /* Id of the multi-rank checkpoint a fork in this job's history

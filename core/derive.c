@@ -81,6 +81,8 @@ int rngsnap_derive(rngsnap_stream *s, uint64_t k0, uint64_t k1,
         rc = rs_stream_gate(s, RS_W_DERIVE);
     if (!rc)
         rc = need_philox(s, RS_W_DERIVE);
+    if (!rc) /* keys of an unseeded context would name no run's streams */
+        rc = rs_seed_gate(s, RS_W_DERIVE);
     if (rc)
         return rc;
     rngsnap_philox pos;

@@ -83,6 +83,11 @@ int rs_stream_gate(rngsnap_stream *s, rs_word_id call);
  * RNGSNAP_E_ORDER naming each of them after what ("load <path>",
  * "load_ranks <dir>").  Nothing is changed. */
 int rs_reload_gate(struct rngsnap *ctx, const char *what);
+/* The seed gate of draws (n > 0), reserves (n > 0) and keyed streams:
+ * RNGSNAP_E_ORDER naming call, s, seed_all and load until the context
+ * has been seeded or loaded, so that no run draws from a seed it never
+ * chose (issue 22: unseeded, every entry once drew the same words). */
+int rs_seed_gate(rngsnap_stream *s, rs_word_id call);
 /* s and at are not NULL: else RNGSNAP_E_INVALID, "call: stream is NULL"
  * or "call on <stream>: at is NULL". */
 int rs_stream_at_args(rngsnap_stream *s, const rngsnap_philox *at,
@@ -96,6 +101,12 @@ uint64_t rs_derive_seed(uint64_t user_seed, const char *backend, int device,
 /* Index pair (i < j) of the first two equal values in seeds[0..n), or
  * 0 when all differ. */
 int rs_find_duplicate(const uint64_t *seeds, size_t n, size_t *i, size_t *j);
+/* Put every entry where rngsnap_seed_all(ctx, 0) would for the rank in
+ * effect, without counting as a seeding (draws stay refused): open and
+ * set_rank call it on a context never seeded nor loaded, so that even
+ * its saved entries differ.  The caller holds ctx's lock (or owns ctx
+ * alone, in open); a failure leaves the states as they were. */
+void rs_seed_default(struct rngsnap *ctx);
 
 /* ---- checkpoint.c ---- */
 

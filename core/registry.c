@@ -281,6 +281,22 @@ int rs_reload_gate(struct rngsnap *ctx, const char *what)
                     rs_word(ctx, RS_W_OPEN));
 }
 
+int rs_seed_gate(rngsnap_stream *s, rs_word_id call)
+{
+    struct rngsnap *ctx = s->ctx;
+    if (atomic_load_explicit(&ctx->seeded, memory_order_acquire)
+        || atomic_load_explicit(&ctx->loaded, memory_order_acquire))
+        return RNGSNAP_OK;
+    char label[600];
+    return rs_error(ctx, RNGSNAP_E_ORDER, "%s on stream %s refused: the "
+                    "context has been neither seeded nor loaded, so no seed "
+                    "was chosen for this run (call %s with the run's seed "
+                    "first, or %s to resume a checkpoint)",
+                    rs_word(ctx, call), rs_stream_label(s, label,
+                    sizeof label), rs_word(ctx, RS_W_SEED_ALL),
+                    rs_word(ctx, RS_W_LOAD));
+}
+
 static int call_failed(rngsnap_stream *s, int rc, const char *call,
                        unsigned long mark)
 {
@@ -310,7 +326,9 @@ int rngsnap_generate(rngsnap_stream *s, rngsnap_dist dist, void *out,
                         "is too many", rs_word(s->ctx, RS_W_GENERATE),
                         rs_stream_label(s, label, sizeof label), n);
     int rc = rs_stream_gate(s, RS_W_GENERATE);
-    if (rc || n == 0)
+    if (rc || n == 0) /* 0 values draw nothing: only the resume gate */
+        return rc;
+    if ((rc = rs_seed_gate(s, RS_W_GENERATE)))
         return rc;
     unsigned long mark = rs_error_mark();
     rs_stream_lock(s);
@@ -341,6 +359,8 @@ int rngsnap_reserve(rngsnap_stream *s, uint64_t n, rngsnap_philox *at)
         return rc;
     char label[600];
     rc = rs_stream_gate(s, RS_W_RESERVE);
+    if (!rc && n) /* n = 0 only reports the position */
+        rc = rs_seed_gate(s, RS_W_RESERVE);
     if (rc)
         return rc;
     if (!RNGSNAP_BACKEND_HAS(s->backend->vt, reserve))

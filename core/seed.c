@@ -30,6 +30,8 @@
 #include "words.h"
 
 #define RS_SEED_TAG "rngsnap-seed-v1"
+/* Where a context never seeded nor loaded keeps its entries. */
+#define RS_DEFAULT_SEED 0
 
 static size_t put_le(unsigned char *p, uint64_t v, int bytes)
 {
@@ -154,17 +156,11 @@ static int seed_streams(struct rngsnap *ctx, const uint64_t *seeds,
     return RNGSNAP_OK;
 }
 
-static int seed_all_locked(struct rngsnap *ctx, uint64_t seed)
+/* Every entry seeded from seed (the mixing function above), all or
+ * nothing.  The caller holds ctx's lock. */
+static int seed_entries(struct rngsnap *ctx, uint64_t seed)
 {
-    int rc = rs_check_usable(ctx);
-    if (rc)
-        return rc;
-    if ((ctx->flags & RNGSNAP_RESUME) && ctx->loaded)
-        return rs_error(ctx, RNGSNAP_E_ORDER, "%s refused: the context was "
-                        "opened with %s and a checkpoint has been loaded; "
-                        "seeding now would throw the restored positions "
-                        "away", rs_word(ctx, RS_W_SEED_ALL),
-                        rs_word(ctx, RS_W_RESUME));
+    int rc;
     size_t n = ctx->nstreams;
     if (n == 0)
         return RNGSNAP_OK;
@@ -201,12 +197,42 @@ static int seed_all_locked(struct rngsnap *ctx, uint64_t seed)
     rs_streams_lock_all(ctx);
     rc = seed_streams(ctx, seeds, saved);
     rs_streams_unlock_all(ctx);
-    if (!rc) /* fresh seeds: no fork in this job's history any more */
-        memset(ctx->forked_from, 0, sizeof ctx->forked_from);
 out:
     free(seeds);
     free(saved);
     return rc;
+}
+
+static int seed_all_locked(struct rngsnap *ctx, uint64_t seed)
+{
+    int rc = rs_check_usable(ctx);
+    if (rc)
+        return rc;
+    if ((ctx->flags & RNGSNAP_RESUME) && ctx->loaded)
+        return rs_error(ctx, RNGSNAP_E_ORDER, "%s refused: the context was "
+                        "opened with %s and a checkpoint has been loaded; "
+                        "seeding now would throw the restored positions "
+                        "away", rs_word(ctx, RS_W_SEED_ALL),
+                        rs_word(ctx, RS_W_RESUME));
+    rc = seed_entries(ctx, seed);
+    if (!rc) { /* fresh seeds: no fork in this job's history any more */
+        memset(ctx->forked_from, 0, sizeof ctx->forked_from);
+        atomic_store(&ctx->seeded, 1);
+    }
+    return rc;
+}
+
+void rs_seed_default(struct rngsnap *ctx)
+{
+    if (!ctx->usable || atomic_load(&ctx->seeded)
+        || atomic_load(&ctx->loaded))
+        return;
+    /* Nothing to report: draws stay refused, and the seed_all or load
+     * the user calls next reports whatever failed here. */
+    char keep[RS_ERRMSG_MAX];
+    memcpy(keep, rs_errbuf(ctx), sizeof keep);
+    (void)seed_entries(ctx, RS_DEFAULT_SEED);
+    memcpy(rs_errbuf(ctx), keep, sizeof keep);
 }
 
 int rngsnap_seed_all(rngsnap *ctx, uint64_t seed)

@@ -179,7 +179,13 @@ RNGSNAP_API int rngsnap_get_rank(const rngsnap *ctx, int *rank,
                                  int *world_size);
 
 /* Seed every entry from (seed, rank, backend, device, stream name);
- * see docs/seeding in the user guide for the mixing function. */
+ * see docs/seeding in the user guide for the mixing function.  Until a
+ * seed_all or a load (rngsnap_load, _load_mem, _load_ranks) succeeds,
+ * rngsnap_generate and rngsnap_reserve of n > 0 and rngsnap_derive
+ * return RNGSNAP_E_ORDER naming both; the entries meanwhile sit where
+ * seed_all(ctx, 0) puts them for the current rank (open and set_rank put
+ * them there), so even a checkpoint saved unseeded holds no two equal
+ * streams. */
 RNGSNAP_API int rngsnap_seed_all(rngsnap *ctx, uint64_t seed);
 
 /* ---- checkpoints ------------------------------------------------------- */

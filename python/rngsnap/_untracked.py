@@ -29,6 +29,7 @@ import weakref
 from . import InvalidError
 from . import _encoding as _enc
 from . import _rngsnap
+from . import _globals
 from ._generators import adapter_for
 
 MODES = ("warn", "error", "ignore")
@@ -85,23 +86,9 @@ def target_types():
 
 
 def library_generators():
-    """The process-wide generators track() owns, and those libraries keep
-    for themselves, as {id: object}."""
-    objs = []
-    torch = sys.modules.get("torch")
-    if torch is not None:
-        objs.append(getattr(torch, "default_generator", None))
-        for acc in ("cuda", "xpu", "mps", "npu", "hpu"):
-            mod = sys.modules.get("torch." + acc)
-            objs += list(getattr(mod, "default_generators", ()) or ())
-    npr = sys.modules.get("numpy.random.mtrand")
-    if npr is not None:
-        rand = getattr(npr, "_rand", None)
-        objs += [rand, getattr(rand, "_bit_generator", None)]
-    rnd = sys.modules.get("random")
-    if rnd is not None:
-        objs.append(getattr(rnd, "_inst", None))
-    objs += _sympy_generators()
+    """The generators libraries keep for themselves, as {id: object}
+    (torch's, NumPy's and random's global ones: _globals.py)."""
+    objs = _sympy_generators()
     return {id(o): o for o in objs if o is not None}
 
 
@@ -191,9 +178,11 @@ def _inner_bit_generator(obj):
     return None
 
 
-def scan(tracked):
+def scan(tracked, globals_held=False):
     """Every untracked generator (a list of Found, places filled in);
-    tracked: ids of objects that do not count."""
+    tracked: ids of objects that do not count; globals_held: an open
+    context's track() holds torch's, NumPy's and random's globals (else
+    each one that drew since seeded is reported)."""
     in_gc, held = target_types()
     if not in_gc and not held:
         return []
@@ -202,7 +191,8 @@ def scan(tracked):
     pairs = _rngsnap._find_instances(objects, in_gc + libs, held)
     del objects
     pairs += _frame_pairs(set(in_gc + held))
-    skip = set(tracked) | set(library_generators())
+    skip = (set(tracked) | set(library_generators())
+            | _globals.undrawn_ids(globals_held))
     for obj, _ in pairs:
         if type(obj) in libs:
             skip |= {id(obj), id(getattr(obj, "_rng", None))}
@@ -381,6 +371,10 @@ def report_text(found):
     lines = ["%s at %s" % (f.label, ", ".join(f.places[:3]) or
                           "(no place found)") for f in found]
     n = len(found)
+    wide = _globals.ids()
+    if any(id(f.obj) in wide for f in found):
+        lines.append("(drawn from since the last save, in no checkpoint: " +
+                     _globals.FIX + ")")
     return ("%d generator%s live%s in this process but %s in no checkpoint, "
             "so a resumed run would not restore %s:\n  %s\n"
             "register each with ctx.register_generator(name, gen), or mark "
@@ -417,7 +411,7 @@ _schedule = _Schedule()
 
 
 def _tracked_everywhere():
-    ids = set()
+    ids, held = set(), False
     for c in list(_contexts):
         if c.closed:  # let go of what it kept for the report
             c._watch.ignored.clear()
@@ -425,7 +419,8 @@ def _tracked_everywhere():
             continue
         ids |= c._generators.covered()
         ids |= set(c._watch.ignored)
-    return ids
+        held = held or c._watch.holds_globals
+    return ids, held
 
 
 class Watch:
@@ -434,6 +429,7 @@ class Watch:
     def __init__(self, ctx, mode):
         self.mode = check_mode(mode)
         self.ignored = {}  # id -> object (kept alive: ids stay unique)
+        self.holds_globals = False  # set by rngsnap.torch.track(ctx)
         _contexts.add(ctx)
 
     def ignore(self, gen):
@@ -443,7 +439,7 @@ class Watch:
 
     def scan(self):
         start = _clock()
-        found = scan(_tracked_everywhere())
+        found = scan(*_tracked_everywhere())
         _schedule.last_end = _clock()
         _schedule.last_cost = _schedule.last_end - start
         return found

@@ -212,6 +212,7 @@ class Tracker:
                            load=self._load_fingerprint)
         for g in self.generators:
             ctx.register_state(g.name, save=g.read, load=g.write)
+        ctx._watch.holds_globals = True  # the untracked report's "held"
         # load_bytes also serves load_state_dict, which calls it
         for method in ("load", "load_bytes", "load_ranks"):
             if hasattr(ctx, method):

@@ -88,6 +88,7 @@ static void test_without_resume(void **state)
     assert_int_equal(ctx->awaiting_load, 0);
     assert_int_equal(ctx->loaded, 0);
     uint32_t w[4];
+    assert_int_equal(rngsnap_seed_all(ctx, 1), RNGSNAP_OK); /* test_unseeded.c */
     assert_int_equal(rngsnap_generate(rngsnap_stream_at(ctx, 0), RNGSNAP_U32,
                                       w, 4), RNGSNAP_OK);
     /* A plain context may load and re-seed: only RESUME locks seeding. */

@@ -132,6 +132,7 @@ def test_io_error(ctx, tmp_path):
 
 def test_closed_context(tmp_path):
     c = rngsnap.Context()
+    c.seed_all(1)
     s = c.stream("cpu", 0, "default")
     k = s.derive(1, 1)
     c.close()
@@ -151,5 +152,8 @@ def test_closed_context(tmp_path):
 
 
 def test_stream_keeps_context_alive():
-    s = rngsnap.Context().stream("cpu", 0, "default")  # context unnamed
+    c = rngsnap.Context()
+    c.seed_all(1)
+    s = c.stream("cpu", 0, "default")
+    del c  # the stream is the only reference left
     assert s.generate("u32", 3).shape == (3,)

@@ -270,6 +270,7 @@ def test_dropped_context_in_a_cycle_through_a_stream_is_freed():
 
     class Sampler:
         def __init__(self, ctx):
+            ctx.seed_all(1)
             self.stream = ctx.stream("cpu", 0, "default")
             self.keyed = self.stream.derive(1)
             ctx.register_state("sampler", save=self.save, load=self.load)
