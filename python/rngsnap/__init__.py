@@ -320,8 +320,6 @@ class Context(_rngsnap.Context):
         context awaiting its load only the streams: the load sets the
         rest."""
         super().seed_all(seed)
-        if _generators.awaiting_load(self):
-            return
         self._seeders.run(self, seed)
 
     def _add_seeder(self, name, fn):

@@ -9,6 +9,8 @@ seed and the rank both enter, and two names never share a seed.
 """
 import hashlib
 
+from ._generators import awaiting_load
+
 # k0 of the seeding keys: far from the (epoch, index) keys jobs derive.
 SEED_K0 = int.from_bytes(b"rs-seed!", "little")
 
@@ -37,7 +39,8 @@ def u64(ctx, name):
 
 class Seeders:
     """name -> seed(ctx) of the app states seed_all sets, in registration
-    order; seeded() tells whether a later one is seeded when added."""
+    order; .seed is the last seed_all's (None after a load), so one
+    added while it is set is seeded at once."""
 
     def __init__(self):
         self.by_name = {}
@@ -45,10 +48,13 @@ class Seeders:
 
     def add(self, ctx, name, fn):
         self.by_name[name] = fn
-        if self.seed is not None:
+        if self.seed is not None and not awaiting_load(ctx):
             fn(ctx)
 
     def run(self, ctx, seed):
         self.seed = seed
-        for fn in list(self.by_name.values()):
-            fn(ctx)
+        # Asked only when there is something to seed: a job without
+        # track() never imports NumPy here.
+        if self.by_name and not awaiting_load(ctx):
+            for fn in list(self.by_name.values()):
+                fn(ctx)
