@@ -334,8 +334,7 @@ class Context(_rngsnap.Context):
         then refuses a checkpoint of another tag."""
         if tag is None:
             return super().save(path, replace)
-        with _tag.Tagged(self, "ctx.save(%r, tag=%r)" % (str(path), tag),
-                         tag):
+        with _tag.Tagged(self, tag):
             return super().save(path, replace)
 
     def load(self, path, tag=None):

@@ -42,10 +42,10 @@ class _Differs(Exception):
 
 
 class Tagged:
-    """The tag state registered for one call.  load_tag: None for a save;
-    else the tag the load expects (compared in the load callable)."""
+    """The tag state, registered for one call (a with block).  check: a
+    load that expects tag (compared in the load callable)."""
 
-    def __init__(self, ctx, call, tag, check=False):
+    def __init__(self, ctx, tag, check=False):
         _check(tag)
         self.ctx, self.tag, self.check = ctx, tag, check
 
@@ -76,7 +76,7 @@ def _lacks_tag(e):
 def _saved_tag(ctx, load, path):
     """The tag a tagged checkpoint holds, read by a load that is refused
     at its tag (so nothing changes); None if that load fails otherwise."""
-    probe = Tagged(ctx, "", 0)
+    probe = Tagged(ctx, 0)
     seen = []
 
     def record(data):
@@ -108,7 +108,7 @@ def load(ctx, load, path, tag):
                 "ctx.load(path, tag=...), so that a pair written at two "
                 "different steps is refused; nothing restored")
                 % (call, "?" if saved is None else repr(saved))) from None
-    with Tagged(ctx, call, tag, check=True):
+    with Tagged(ctx, tag, check=True):
         try:
             return load(path)
         except Error as e:
