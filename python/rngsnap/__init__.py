@@ -48,7 +48,7 @@ from ._rngsnap import (  # noqa: E402,F401
     NoMemoryError, OrderError, PluginError, Stream, UnavailableError,
     dist_size)
 
-from . import _generators, _hooks, _reseed, _untracked  # noqa: E402
+from . import _generators, _hooks, _reseed, _seeding, _tag, _untracked  # noqa: E402,E501
 from ._untracked import (  # noqa: E402,F401
     UntrackedGeneratorError, UntrackedGeneratorWarning)
 
@@ -115,6 +115,7 @@ class Context(_rngsnap.Context):
         self._generators = _generators.Registry(self)
         # What the load of a resumed context restored (_reseed.py).
         self._restored = _reseed.Restored(self, resume)
+        self._seeders = _seeding.Seeders()
         self._watch = _untracked.Watch(self, untracked)
         if config is not None:
             super().__init__(config, resume)
@@ -310,6 +311,39 @@ class Context(_rngsnap.Context):
         longer require it."""
         super().unregister_state(name)
         self._generators.forget(name)
+        self._seeders.by_name.pop(name, None)
+
+    def seed_all(self, seed):
+        """Seed every stream from (seed, rank, backend, device, name) and
+        every generator rngsnap.torch.track() put in this context (torch,
+        NumPy, random), each from its own keyed stream; one tracked after
+        this call is seeded when tracked.  Generators of register_generator
+        keep the state the job gave them (docs/python.md, "Seeding").  In a
+        context awaiting its load only the streams: the load sets the
+        rest."""
+        super().seed_all(seed)
+        self._seeders.run(self, seed)
+
+    def _add_seeder(self, name, fn):
+        """fn(ctx) seeds app state name at every seed_all (now too, if
+        this context was seeded and not loaded since)."""
+        self._seeders.add(self, name, fn)
+
+    def save(self, path, replace=False, tag=None):
+        """save(path, replace=False, tag=None): write every stream and app
+        state, atomically.  tag (an int or str, e.g. the step) is written
+        in too, for a job that keeps a second file: ctx.load(path, tag=)
+        then refuses a checkpoint of another tag."""
+        if tag is None:
+            return super().save(path, replace)
+        with _tag.Tagged(self, tag):
+            return super().save(path, replace)
+
+    def load(self, path, tag=None):
+        """load(path, tag=None): restore all or nothing.  tag: what the
+        job's other file holds (its step); a checkpoint saved with another
+        tag, or with none, is MismatchError and nothing is restored."""
+        return _tag.load(self, super().load, path, tag)
 
     def ignore_generator(self, gen):
         """Mark gen as deliberately in no checkpoint: the untracked
@@ -360,6 +394,7 @@ class Context(_rngsnap.Context):
     def _after_load(self):
         self._generators.loaded()
         self._restored.loaded(self._loading)
+        self._seeders.seed = None  # a later track() keeps the loaded state
 
 
 _hooks.install(Context)

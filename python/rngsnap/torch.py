@@ -213,6 +213,7 @@ class Tracker:
         for g in self.generators:
             ctx.register_state(g.name, save=g.read, load=g.write)
         ctx._watch.holds_globals = True  # the untracked report's "held"
+        _add_seeders(ctx, self.generators, devices)
         # load_bytes also serves load_state_dict, which calls it
         for method in ("load", "load_bytes", "load_ranks"):
             if hasattr(ctx, method):
@@ -304,6 +305,49 @@ class Tracker:
             raise _enc.error(MismatchError, text + "\n(fingerprint=\"strict\""
                              ": nothing restored)")
         warnings.warn(text, RuntimeWarning, stacklevel=2)
+
+
+# ---- ctx.seed_all seeds the tracked generators too (_seeding.py) --------
+
+def _seed_device(name, get, seed):
+    """Seed device generator name ("torch.<acc>:<i>") with seed."""
+    prefix, i = name[len("torch."):].split(":")
+    i = int(i)
+    get()  # the device's runtime is initialised (lazily) first
+    mod = _module("habana_frameworks.torch.hpu") if prefix == "hpu" else \
+        getattr(_torch, prefix)
+    rng = mod if hasattr(mod, "manual_seed") else getattr(mod, "random")
+    gens = getattr(rng, "default_generators", None) or ()
+    if i < len(gens):  # cuda, xpu: one generator per device
+        gens[i].manual_seed(seed)
+    elif prefix == "mps":
+        rng.manual_seed(seed)
+    else:
+        with mod.device(i):
+            rng.manual_seed(seed)
+
+
+def _add_seeders(ctx, generators, devices):
+    """Each tracked generator's seed(ctx) for ctx.seed_all, from its own
+    keyed stream (its app state's name)."""
+    from . import _seeding as _sd
+    add = getattr(ctx, "_add_seeder", None)
+    if add is None:
+        return
+    gets = {n: g for n, _, g, _ in devices}
+    seeders = {
+        "torch.cpu": lambda c: _torch.default_generator.manual_seed(
+            _sd.u64(c, "torch.cpu")),
+        "numpy.global": lambda c: _np.random.seed(_np.array(
+            _sd.words(c, "numpy.global", 4), dtype=_np.uint32)),
+        "python.random": lambda c: _random.seed(sum(
+            w << (32 * k) for k, w in enumerate(
+                _sd.words(c, "python.random", 4)))),
+    }
+    for g in generators:
+        fn = seeders.get(g.name) or (
+            lambda c, n=g.name: _seed_device(n, gets[n], _sd.u64(c, n)))
+        add(g.name, fn)
 
 
 def track(ctx, fingerprint="warn", resume=None):

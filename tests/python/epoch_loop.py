@@ -1,7 +1,9 @@
 """An epoch loop as the accelerate guide writes it, with the job's own
 generators: a torch.Generator passed to the DataLoader (its shuffling)
 and np.random.default_rng (input noise).  After each epoch it saves model
-and optimizer with torch.save and can resume from there.
+and optimizer with torch.save and can resume from there; epoch_loop.py
+keeps rngsnap's state in that same file (one write, one commit), and
+epoch_loop_two_files.py in a file of its own, tied to it by a tag.
 
 epoch_loop_plain.py saves no generator state, so a resumed run sees other
 batches and other noise.  epoch_loop.py is the same file plus six rngsnap
@@ -48,7 +50,7 @@ def main():
         model.load_state_dict(state["model"])
         opt.load_state_dict(state["opt"])
         start = state["epoch"] + 1
-        ctx.load(os.path.join(args.dir, "rng.rngsnap"))
+        ctx.load_state_dict(state["rng"])
     for epoch in range(start, EPOCHS):
         for xb, yb in loader:
             noise = torch.from_numpy(
@@ -59,9 +61,10 @@ def main():
             loss.backward()
             opt.step()
             print("loss", epoch, loss.item().hex(), flush=True)
-        ctx.save(os.path.join(args.dir, "rng.rngsnap"), replace=True)
-        torch.save({"model": model.state_dict(), "opt": opt.state_dict(),
-                    "epoch": epoch}, os.path.join(args.dir, "model.pt"))
+        state = {"model": model.state_dict(), "opt": opt.state_dict(),
+                 "epoch": epoch}
+        state["rng"] = ctx.state_dict()
+        torch.save(state, os.path.join(args.dir, "model.pt"))
 
 
 if __name__ == "__main__":

@@ -17,6 +17,7 @@ import pytest
 HERE = os.path.dirname(os.path.abspath(__file__))
 PLAIN = os.path.join(HERE, "epoch_loop_plain.py")
 WITH = os.path.join(HERE, "epoch_loop.py")
+TWO = os.path.join(HERE, "epoch_loop_two_files.py")
 DOC = os.path.join(os.environ.get("RNGSNAP_SOURCE_ROOT",
                                   os.path.join(HERE, "..", "..")),
                    "docs", "python.md")
@@ -34,6 +35,14 @@ runpy.run_path(sys.argv[0], run_name="__main__")
 """
 
 
+# The same, at the rngsnap file's write: between the two writes of
+# epoch_loop_two_files.py.
+BETWEEN = RUNNER.replace("import runpy, sys, torch", "import runpy, sys, torch\n"
+                         "import rngsnap").replace(
+    "save = torch.save", "save = rngsnap.Context.save").replace(
+    "torch.save = announced_save", "rngsnap.Context.save = announced_save")
+
+
 def _losses(out):
     return [line for line in out.splitlines() if line.startswith("loss ")]
 
@@ -48,10 +57,10 @@ def _run(script, folder, resume=False):
     return _losses(r.stdout)
 
 
-def _run_killed(script, folder, after_saves):
+def _run_killed(script, folder, after_saves, runner=RUNNER):
     """Run script until its after_saves-th checkpoint is written, then
     SIGKILL it; its losses so far."""
-    p = subprocess.Popen([sys.executable, "-c", RUNNER, script, "--dir",
+    p = subprocess.Popen([sys.executable, "-c", runner, script, "--dir",
                           str(folder)], stdin=subprocess.PIPE,
                          stdout=subprocess.PIPE, text=True)
     out, saves = [], 0
@@ -73,16 +82,37 @@ def _run_killed(script, folder, after_saves):
     return _losses("".join(out))
 
 
-@pytest.mark.parametrize("after_saves", [1, 2])
-def test_resumed_epoch_loop_is_bit_exact(tmp_path, after_saves):
-    whole = _run(WITH, tmp_path / "whole")
+@pytest.mark.parametrize("script,after_saves", [(WITH, 1), (WITH, 2),
+                                                (TWO, 1)])
+def test_resumed_epoch_loop_is_bit_exact(tmp_path, script, after_saves):
+    whole = _run(script, tmp_path / "whole")
     assert len(whole) == 18 and len(set(whole)) == 18
     folder = tmp_path / "killed"
     os.makedirs(folder)
-    before = _run_killed(WITH, folder, after_saves)
-    after = _run(WITH, folder, resume=True)
+    before = _run_killed(script, folder, after_saves)
+    after = _run(script, folder, resume=True)
     assert before == whole[:len(before)] and len(before) == 6 * after_saves
     assert after == whole[len(before):]
+
+
+def test_two_files_killed_between_the_writes_is_refused(tmp_path,
+                                                        script=TWO):
+    """Killed after epoch 1's rngsnap file and before its model.pt, the
+    pair is epoch 1's generators and epoch 0's model: the resume is
+    refused, naming both tags, and trains nothing (with the old two-file
+    recipe, no tag, it resumed silently from the mismatched pair)."""
+    folder = tmp_path / "killed"
+    os.makedirs(folder)
+    before = _run_killed(script, folder, 2, runner=BETWEEN)
+    assert len(before) == 12
+    r = subprocess.run([sys.executable, script, "--dir", str(folder),
+                        "--resume"], capture_output=True, text=True,
+                       timeout=600)
+    assert r.returncode != 0 and not _losses(r.stdout), r.stdout
+    assert "rngsnap.MismatchError: ctx.load(" in r.stderr, r.stderr
+    assert ("saved with tag=1, not 0: it and the job's other file were "
+            "written at different steps") in r.stderr
+    assert "nothing restored" in r.stderr
 
 
 def test_plain_loop_does_not_resume(tmp_path):

@@ -158,7 +158,9 @@ _DEADLOCK = _INSIDE + textwrap.dedent("""
                        load=lambda b: slow(True))
     ctx.save(path + ".first")
     armed.append(1)
-    calls = {"seed_all": lambda: ctx.seed_all(2),
+    # seed_all: the C call itself, made from this frame (ctx.seed_all is
+    # a Python function, it seeds track()'s generators after the C call)
+    calls = {"seed_all": lambda: rngsnap._rngsnap.Context.seed_all(ctx, 2),
              "rank": lambda: getattr(ctx, "rank"),
              "set_rank": lambda: ctx.set_rank(0, 1),
              "register": lambda: ctx.register_state(

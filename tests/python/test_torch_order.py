@@ -21,12 +21,12 @@ def _states():
 @pytest.fixture
 def checkpoint(tmp_path):
     path = str(tmp_path / "ck.rngsnap")
-    torch.manual_seed(3)
-    np.random.seed(3)
-    random.seed(3)
     with rngsnap.Context() as ctx:
         ctx.seed_all(3)
-        rngsnap.torch.track(ctx)
+        rngsnap.torch.track(ctx)  # after seed_all: seeds them (derived)
+        torch.manual_seed(3)  # the states the checkpoint holds
+        np.random.seed(3)
+        random.seed(3)
         ctx.register_state("job", save=lambda: b"saved", load=lambda b: None)
         ctx.save(path)
     torch.rand(4)  # the live states move on: a load must be visible
