@@ -13,10 +13,6 @@ import bugrun  # noqa: E402
 
 JOB, KILL_AT = "accelerate_reseed_job.py", 1  # the end of epoch 1 of 3
 
-# Issue 22's re-seed detection is being built on another branch; set to
-# True when it is merged, and the rngsnap half runs.
-RESEED_DETECTION_MERGED = True
-
 
 def test_plain_reseed_after_load_state_diverges_silently():
     exact = bugrun.resumed_differing(bugrun.Runs(JOB, KILL_AT).ok())
@@ -33,8 +29,6 @@ def test_plain_reseed_after_load_state_diverges_silently():
 
 
 def test_rngsnap_reports_reseed_after_load_state():
-    if not RESEED_DETECTION_MERGED:
-        pytest.skip("re-seed detection not built yet (issue 22)")
     r = bugrun.Runs(JOB, KILL_AT, "--rngsnap", "--reseed")
     print("\naccelerate %s, rngsnap, set_seed after load_state: exit %d, "
           "OrderError %s, %d steps trained, %d checkpoints saved" % (
