@@ -23,6 +23,7 @@ from torch import nn
 
 from bugjob import Indexed, step_line
 from killpoint import committed  # the test harness's lines only
+from lightning_recipe import RngsnapCallback  # the recipe's own callback
 from toyjob import net, parse_args
 
 EPOCHS, BATCH, SAMPLES = 3, 4, 24  # 6 steps an epoch
@@ -55,20 +56,6 @@ class EpochCheckpoint(Callback):
         trainer.save_checkpoint(path + ".tmp")
         os.replace(path + ".tmp", path)
         committed(done)
-
-
-class RngsnapCallback(Callback):
-    """lightning_recipe.py's callback, for one process: the context in
-    checkpoint["callbacks"], restored before the fit loop's first draw."""
-
-    def __init__(self, ctx):
-        self.ctx = ctx
-
-    def state_dict(self):
-        return self.ctx.state_dict()
-
-    def load_state_dict(self, state_dict):
-        self.ctx.load_state_dict(state_dict)
 
 
 def main():
