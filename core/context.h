@@ -102,6 +102,8 @@ struct rngsnap {
     atomic_int seeded;   /* a seed_all has succeeded: with `loaded`, what
                             lets draws through (rs_seed_gate)          */
     int log_level;       /* rng.ini `log` (-1 unset); RNGSNAP_LOG wins  */
+    int trace;           /* log level is debug: log each plugin call
+                            before it is made (trace.c), read once      */
     rs_lang lang;        /* how messages spell the API (words.h)        */
     /* Id of the multi-rank checkpoint a fork in this job's history
      * started from (all zero: none); recorded by every save_ranks. */

@@ -1,6 +1,7 @@
 /*
  * host.c - the services table (rngsnap_host) each plugin receives: its own
- * rng.ini options, error reporting into the context's message, logging.
+ * rng.ini options, error reporting into the context's message, logging,
+ * the Philox engine.
  *
  * Log lines go to stderr when their level is at most the effective level:
  * environment variable RNGSNAP_LOG (none|error|warn|info|debug or -1..3)
@@ -143,4 +144,5 @@ void rs_host_init(rs_backend *b)
     h->error = host_error;
     h->log = host_log;
     h->core = b;
+    h->philox_generate = rngsnap_philox_generate; /* engine.c */
 }

@@ -58,6 +58,19 @@ void rs_log(const struct rngsnap *ctx, int level, const char *fmt, ...)
 #endif
     ;
 
+/* ---- trace.c ---- */
+
+/* Log "plugin call: BACKEND CALL [on ENTRY] (PLUGIN)" at debug, before
+ * the call (s may be NULL for a backend-wide call).  Call it through
+ * RS_TRACE, which tests the level read once at open. */
+void rs_trace_call(const rs_backend *b, const char *call,
+                   const struct rngsnap_stream *s);
+#define RS_TRACE(b, call, s)                                    \
+    do {                                                        \
+        if (__builtin_expect((b)->ctx->trace, 0))               \
+            rs_trace_call((b), (call), (s));                    \
+    } while (0)
+
 /* ---- registry.c ---- */
 
 /* RNGSNAP_OK when every required backend is available; otherwise (a
