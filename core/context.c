@@ -134,6 +134,18 @@ int rngsnap_get_rank(const rngsnap *ctx, int *rank, int *world_size)
 
 /* ---- open / close ----------------------------------------------------- */
 
+/* "rngsnap_rocm" of ".../rngsnap_rocm.so": what `plugin =` would say. */
+static const char *near_name(const char *path)
+{
+    static _Thread_local char name[256];
+    const char *base = strrchr(path, '/');
+    snprintf(name, sizeof name, "%s", base ? base + 1 : path);
+    size_t n = strlen(name);
+    if (n > 3 && strcmp(name + n - 3, ".so") == 0)
+        name[n - 3] = '\0';
+    return name;
+}
+
 /* b's plugin could not be used: an optional backend whose plugin file
  * is missing is skipped (absent on this node, like one without a
  * device); in a RNGSNAP_PROBE_ONLY context any refused plugin is marked
@@ -151,9 +163,17 @@ static int plugin_unusable(struct rngsnap *ctx, rs_backend *b, int rc,
         return rs_error(ctx, RNGSNAP_E_NOMEM, "out of memory");
     b->available = 0;
     b->skipped = skip;
-    rs_log(ctx, skip ? RNGSNAP_LOG_INFO : RNGSNAP_LOG_WARN, "%s backend "
-           "%s: %s", skip ? "skipping optional" : "probe only: unusable",
-           b->name, b->reason);
+    if (skip && b->near_path) /* likely a typo: never silent (issue 23) */
+        rs_warn_default(ctx, "skipping optional backend %s ([backend.%s] at "
+                        "%s:%d): plugin '%s' not found; did you mean '%s'? "
+                        "(%s is there and would be loaded); until then "
+                        "every checkpoint leaves %s out", b->name, b->name,
+                        ctx->ini_path, b->section_line, b->plugin,
+                        near_name(b->near_path), b->near_path, b->name);
+    else
+        rs_log(ctx, skip ? RNGSNAP_LOG_INFO : RNGSNAP_LOG_WARN, "%s backend "
+               "%s: %s", skip ? "skipping optional" : "probe only: unusable",
+               b->name, b->reason);
     return RNGSNAP_OK;
 }
 
@@ -269,7 +289,7 @@ int rngsnap_open(rngsnap **out, const char *ini_path, unsigned flags)
     ctx->flags = flags;
     ctx->awaiting_load = (flags & RNGSNAP_RESUME) ? 1 : 0;
     ctx->loaded = 0;
-    ctx->log_level = -1;
+    ctx->log_level = RS_LOG_UNSET;
 
     rs_config cfg;
     int rc = rs_config_load(ctx, ini_path, &cfg);

@@ -66,6 +66,20 @@ void rs_log(const struct rngsnap *ctx, int level, const char *fmt, ...)
     va_end(ap);
 }
 
+void rs_warn_default(const struct rngsnap *ctx, const char *fmt, ...)
+{
+    int unset = rs_log_level_parse(getenv("RNGSNAP_LOG")) == -2
+                && (!ctx || ctx->log_level == RS_LOG_UNSET);
+    if (!unset && rs_log_level(ctx) < RNGSNAP_LOG_WARN)
+        return;
+    char line[2048];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "rngsnap warn: %s\n", line);
+}
+
 /* ---- the services ------------------------------------------------------ */
 
 static const rs_backend *host_backend(const rngsnap_host *host)

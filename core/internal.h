@@ -57,6 +57,15 @@ void rs_log(const struct rngsnap *ctx, int level, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)))
 #endif
     ;
+/* A warning shown at the default level too (neither RNGSNAP_LOG nor
+ * `log` set), for an rng.ini mistake that would otherwise change the job
+ * without a word (docs/rng-ini.md, `log`); an explicit level below warn
+ * (none, error) hides it. */
+void rs_warn_default(const struct rngsnap *ctx, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
 
 /* ---- trace.c ---- */
 
