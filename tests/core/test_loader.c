@@ -520,6 +520,45 @@ static void test_threads(void **state)
     }
 }
 
+/* plugin_dir and RNGSNAP_PLUGIN_PATH keep the built-in folder with
+ * @builtin (issue 23): it is searched in its place in the list, and the
+ * message then has no "leaves out" note. */
+static void test_builtin_token(void **state)
+{
+    (void)state;
+    char ini[4096], want[16384], gone[4096] = "";
+    if (access(RNGSNAP_PLUGIN_DIR, F_OK) != 0)
+        snprintf(gone, sizeof gone, "; folder %s does not exist",
+                 RNGSNAP_PLUGIN_DIR);
+    snprintf(ini, sizeof ini, "%s", th_write("rng.ini", "[rngsnap]\n"
+             "plugin_dir = %s:@builtin\n[backend.good]\n[backend.hpu]\n",
+             th_plugin_dir()));
+    snprintf(want, sizeof want, "plugin 'rngsnap_hpu' for [backend.hpu] "
+             "(%s:4) not found; tried (folders from plugin_dir): "
+             "%s/rngsnap_hpu.so, %s/rngsnap_hpu.so%s%s", ini,
+             th_plugin_dir(), RNGSNAP_PLUGIN_DIR, gone,
+             elsewhere_plugin_dir(ini));
+    assert_string_equal(th_open_fails(ini, 0, RNGSNAP_E_PLUGIN), want);
+    /* The folders before it still load: good comes from the list. */
+    snprintf(ini, sizeof ini, "%s", th_write("rng.ini", "[rngsnap]\n"
+             "plugin_dir = @builtin:%s\n[backend.good]\n",
+             th_plugin_dir()));
+    rngsnap *ctx = th_open_ok(ini, 0);
+    rngsnap_close(ctx);
+    /* The variable takes it too. */
+    char env[4096];
+    snprintf(env, sizeof env, "@builtin:%s", th_plugin_dir());
+    setenv("RNGSNAP_PLUGIN_PATH", env, 1);
+    snprintf(ini, sizeof ini, "%s", th_write("rng.ini", "[backend.hpu]\n"));
+    const char *msg = th_open_fails(ini, 0, RNGSNAP_E_PLUGIN);
+    unsetenv("RNGSNAP_PLUGIN_PATH");
+    snprintf(want, sizeof want, "tried (folders from RNGSNAP_PLUGIN_PATH): "
+             "%s/rngsnap_hpu.so, %s/rngsnap_hpu.so%s; to search",
+             RNGSNAP_PLUGIN_DIR, th_plugin_dir(), gone);
+    th_contains(msg, want);
+    assert_null(strstr(msg, "leaves out"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -535,6 +574,7 @@ int main(void)
         cmocka_unit_test(test_plugin_open_error),
         cmocka_unit_test(test_reload_and_many_contexts),
         cmocka_unit_test(test_threads),
+        cmocka_unit_test(test_builtin_token),
     };
     return cmocka_run_group_tests(tests, th_group_setup, th_group_teardown);
 }
