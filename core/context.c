@@ -238,6 +238,7 @@ static int open_backend(struct rngsnap *ctx, rs_backend *b,
     if (n > 0 && emulation_refused(b, n, refused, sizeof refused)) {
         n = 0; /* as the built-ins do: no emulated device, and why */
         reason = refused;
+        b->emulation_refused = 1;
     }
     b->device_count = n;
     b->available = n > 0;

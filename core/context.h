@@ -52,6 +52,8 @@ typedef struct rs_backend {
     int skipped;
     char *reason;        /* why unavailable / skipped                  */
     char *near_path;     /* plugin not found: the near-miss file there  */
+    int emulation_refused; /* RNGSNAP_NO_EMULATION: its emulated devices
+                              were refused (0 devices, not "emulated") */
 } rs_backend;
 
 /* One registry entry: (backend, device, stream).  `busy` is the entry's

@@ -431,7 +431,8 @@ int rngsnap_backend_get(const rngsnap *ctx, size_t i,
     out->required = b->required;
     out->available = b->available;
     out->skipped = b->skipped;
-    int em = vt && b->bctx && RNGSNAP_BACKEND_HAS(vt, emulated);
+    int em = vt && b->bctx && RNGSNAP_BACKEND_HAS(vt, emulated)
+             && !b->emulation_refused; /* nothing emulated is in use */
     if (em)
         RS_TRACE(b, "emulated", NULL);
     out->emulated = em ? vt->emulated(b->bctx) != 0 : 0;

@@ -85,6 +85,7 @@ static void test_no_emulation_third_party(void **state)
     rngsnap_backend_info bi;
     assert_int_equal(rngsnap_backend_get(ctx, 1, &bi), RNGSNAP_OK);
     assert_true(bi.skipped);
+    assert_false(bi.emulated); /* nothing emulated is in use */
     assert_int_equal(bi.device_count, 0);
     assert_string_equal(bi.reason, reason);
     rngsnap_close(ctx);
