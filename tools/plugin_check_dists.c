@@ -166,7 +166,7 @@ void pc_check_dists(pc *p)
         if (s->device == last_device)
             continue; /* one stream per device */
         last_device = s->device;
-        for (int d = 0; d < RNGSNAP_DIST_COUNT; d++) {
+        for (int d = 0; d < RNGSNAP_DIST_COUNT && !p->failures; d++) {
             if (p->supported & 1u << d)
                 drawn(p, s, d);
             else

@@ -153,29 +153,32 @@ static void report_death(const char *check, int status)
     if (slot < 0 || !shm->slot[slot].active) /* a thread of the plugin's own */
         slot = shm->last >= 0 && shm->slot[shm->last].active ? shm->last : -1;
     char how[160];
+    int crashed = 0;
     if (WIFSIGNALED(status)) {
         int sig = WTERMSIG(status);
         const char *abbrev = sigabbrev_np(sig);
-        if (sig == SIGALRM)
+        crashed = sig != SIGALRM;
+        if (!crashed)
             snprintf(how, sizeof how, "did not return within %d s",
                      PC_TIMEOUT_S);
         else
-            snprintf(how, sizeof how, "crashed (SIG%s, %s)",
-                     abbrev ? abbrev : "?", strsignal(sig));
+            snprintf(how, sizeof how, "SIG%s, %s", abbrev ? abbrev : "?",
+                     strsignal(sig));
     } else {
         snprintf(how, sizeof how, "ended the process (exit status %d)",
                  WEXITSTATUS(status));
     }
-    if (slot >= 0) {
+    if (slot >= 0 && crashed) {
         const pc_slot *s = &shm->slot[slot];
-        if (strncmp(how, "crashed", 7) == 0)
-            printf("FAIL %s: plugin %s crashed in %s of %s (%s)\n", check,
-                   shm->backend, s->call, s->where, how + 9);
-        else
-            printf("FAIL %s: plugin %s %s in %s of %s\n", check,
-                   shm->backend, how, s->call, s->where);
+        printf("FAIL %s: plugin %s crashed in %s of %s (%s)\n", check,
+               shm->backend, s->call, s->where, how);
+    } else if (slot >= 0) {
+        const pc_slot *s = &shm->slot[slot];
+        printf("FAIL %s: plugin %s %s in %s of %s\n", check, shm->backend,
+               how, s->call, s->where);
     } else {
-        printf("FAIL %s: the check %s outside any plugin call\n", check, how);
+        printf("FAIL %s: the check %s%s%s outside any plugin call\n", check,
+               crashed ? "crashed (" : "", how, crashed ? ")" : "");
         if (shm->last >= 0)
             printf("     last plugin call: %s of %s\n",
                    shm->slot[shm->last].call, shm->slot[shm->last].where);

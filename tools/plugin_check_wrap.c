@@ -2,9 +2,16 @@
  * plugin_check_wrap.c - open the rng.ini for one check and put a copy of
  * the backend's table in front of the plugin whose every function records
  * the call (name and "X:1/default") before making it.  The core calls
- * through b->vt, so the calls of rngsnap_save_mem, rngsnap_load_mem and
- * rngsnap_seed_all are recorded as well as the check's own.
+ * through that copy, so the calls of rngsnap_open, rngsnap_seed_all,
+ * rngsnap_save_mem and rngsnap_load_mem are recorded as well as the
+ * check's own.
+ *
+ * The copy is put in place where the loader fetches the plugin's entry:
+ * the rngsnap command links the core's static library with
+ * -Wl,--wrap=lt_dlsym (tools/meson.build), so the loader's lt_dlsym comes
+ * here first.  Outside plugin-check (no target) it is lt_dlsym itself.
  */
+#include <ltdl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -14,15 +21,26 @@
 
 static rngsnap_backend wrapped;      /* what b->vt points to      */
 static const rngsnap_backend *real;  /* the plugin's own table    */
-static pc *cur;                      /* the open check, for labels */
+static const char *target;           /* the backend under check   */
+static rngsnap_backend_entry_fn real_entry;
 
-/* "X:1/default" of a plugin stream handle. */
+/* Stream handles the plugin gave, for "X:1/default" in the records. */
+typedef struct known {
+    void *handle;
+    int device;
+    char name[96];
+} known;
+static known *streams;
+static size_t nstreams, cap;
+
 static const char *where_of(void *handle, char *buf, size_t len)
 {
-    struct rngsnap *ctx = cur ? cur->ctx : NULL;
-    for (size_t i = 0; ctx && i < ctx->nstreams; i++)
-        if (ctx->streams[i].handle == handle)
-            return rs_stream_label(&ctx->streams[i], buf, len);
+    for (size_t i = 0; i < nstreams; i++)
+        if (streams[i].handle == handle) {
+            snprintf(buf, len, "%s:%d/%s", real->name, streams[i].device,
+                     streams[i].name);
+            return buf;
+        }
     snprintf(buf, len, "%s (an unknown stream handle)", real->name);
     return buf;
 }
@@ -31,6 +49,46 @@ static const char *where_of(void *handle, char *buf, size_t len)
     char where_[224];                                  \
     pc_enter(call, where_of(h, where_, sizeof where_))
 #define ENTER_BACKEND(call) pc_enter(call, real->name)
+
+static int w_open(const rngsnap_host *host, void **bctx)
+{
+    ENTER_BACKEND("open");
+    int rc = real->open(host, bctx);
+    pc_leave();
+    return rc;
+}
+
+static int w_device_count(void *bctx, const char **reason)
+{
+    ENTER_BACKEND("device_count");
+    int n = real->device_count(bctx, reason);
+    pc_leave();
+    return n;
+}
+
+static int w_stream_open(void *bctx, int device, const char *name,
+                         void **stream)
+{
+    char where[224];
+    snprintf(where, sizeof where, "%s:%d/%s", real->name, device, name);
+    pc_enter("stream_open", where);
+    int rc = real->stream_open(bctx, device, name, stream);
+    pc_leave();
+    if (rc == RNGSNAP_OK && nstreams == cap) {
+        known *k = realloc(streams, (cap ? cap * 2 : 16) * sizeof *k);
+        if (!k)
+            return rc; /* only the records' labels suffer */
+        streams = k;
+        cap = cap ? cap * 2 : 16;
+    }
+    if (rc == RNGSNAP_OK) {
+        known *k = &streams[nstreams++];
+        k->handle = *stream;
+        k->device = device;
+        snprintf(k->name, sizeof k->name, "%s", name);
+    }
+    return rc;
+}
 
 static void w_close(void *bctx)
 {
@@ -126,33 +184,57 @@ static int w_emulated(void *bctx)
     return r;
 }
 
-/* The copy keeps the plugin's struct_size, so a member its table lacks
- * stays absent for the core (RNGSNAP_BACKEND_HAS). */
+/* The copy keeps the plugin's struct_size and its NULL members, so the
+ * loader judges the plugin's own table (RNGSNAP_BACKEND_HAS, required
+ * members) and a member it lacks stays absent. */
+#define WRAP(m, fn)                                              \
+    if (offsetof(rngsnap_backend, m) + sizeof(void *) <= n && vt->m) \
+        wrapped.m = fn
 static const rngsnap_backend *wrap(const rngsnap_backend *vt)
 {
     real = vt;
+    nstreams = 0;
     memset(&wrapped, 0, sizeof wrapped);
     size_t n = vt->struct_size < sizeof wrapped ? vt->struct_size
                                                 : sizeof wrapped;
     memcpy(&wrapped, vt, n);
-    wrapped.close = w_close;
-    wrapped.device_name = w_device_name;
-    wrapped.stream_close = w_stream_close;
-    wrapped.seed = w_seed;
-    wrapped.get_state = w_get_state;
-    wrapped.set_state = w_set_state;
-    wrapped.generate = w_generate;
-    if (RNGSNAP_BACKEND_HAS(vt, reserve))
-        wrapped.reserve = w_reserve;
-    if (RNGSNAP_BACKEND_HAS(vt, memory))
-        wrapped.memory = w_memory;
-    if (RNGSNAP_BACKEND_HAS(vt, validate_state))
-        wrapped.validate_state = w_validate_state;
-    if (RNGSNAP_BACKEND_HAS(vt, status))
-        wrapped.status = w_status;
-    if (RNGSNAP_BACKEND_HAS(vt, emulated))
-        wrapped.emulated = w_emulated;
+    WRAP(open, w_open);
+    WRAP(close, w_close);
+    WRAP(device_count, w_device_count);
+    WRAP(device_name, w_device_name);
+    WRAP(stream_open, w_stream_open);
+    WRAP(stream_close, w_stream_close);
+    WRAP(seed, w_seed);
+    WRAP(get_state, w_get_state);
+    WRAP(set_state, w_set_state);
+    WRAP(generate, w_generate);
+    WRAP(reserve, w_reserve);
+    WRAP(memory, w_memory);
+    WRAP(validate_state, w_validate_state);
+    WRAP(status, w_status);
+    WRAP(emulated, w_emulated);
     return &wrapped;
+}
+
+static const rngsnap_backend *pc_entry(void)
+{
+    const rngsnap_backend *vt = real_entry();
+    if (!vt || !vt->name || strcmp(vt->name, target) != 0
+        || vt->abi_version != RNGSNAP_BACKEND_ABI_VERSION
+        || vt->struct_size < RNGSNAP_BACKEND_MIN_SIZE)
+        return vt; /* the loader refuses it, or it is another backend */
+    return wrap(vt);
+}
+
+void *__real_lt_dlsym(lt_dlhandle h, const char *name);
+void *__wrap_lt_dlsym(lt_dlhandle h, const char *name);
+void *__wrap_lt_dlsym(lt_dlhandle h, const char *name)
+{
+    void *sym = __real_lt_dlsym(h, name);
+    if (!sym || !target || strcmp(name, RNGSNAP_BACKEND_ENTRY) != 0)
+        return sym;
+    real_entry = (rngsnap_backend_entry_fn)sym; /* as the loader does */
+    return (void *)pc_entry;
 }
 
 /* Which distributions generate draws: one value each on the first stream
@@ -172,10 +254,10 @@ static void probe(pc *p)
 
 void pc_open(pc *p)
 {
-    pc_enter("rngsnap_open", "the config (open, device_count, stream_open "
-             "and seed of every stream)");
+    target = p->backend;
+    pc_doing("opening %s (rngsnap_open)", p->ini);
     int rc = rngsnap_open(&p->ctx, p->ini, 0);
-    pc_leave();
+    pc_doing(NULL);
     if (rc)
         pc_config_error("%s", rngsnap_errmsg(NULL));
     struct rngsnap *ctx = p->ctx;
@@ -198,8 +280,10 @@ void pc_open(pc *p)
                         "device backend without its hardware)", p->backend,
                         p->b->reason ? p->b->reason : "no device",
                         p->backend);
-    p->b->vt = wrap(p->b->vt);
-    cur = p;
+    if (p->b->vt != &wrapped)
+        pc_config_error("backend %s: its table could not be wrapped (is "
+                        "the rngsnap command linked with "
+                        "-Wl,--wrap=lt_dlsym?)", p->backend);
     free(p->s);
     p->s = calloc(ctx->nstreams, sizeof *p->s);
     if (!p->s)
@@ -235,7 +319,6 @@ void pc_close(pc *p)
     }
     p->ctx = NULL;
     p->b = NULL;
-    cur = NULL;
     free(p->s);
     p->s = NULL;
     p->ns = 0;
