@@ -14,7 +14,8 @@
 #define CANARY 0xa5
 #define PAD 64
 
-static const size_t counts[] = {0, 1, 2, 3, 8, 33, 4097};
+/* 262145: past the cpu backend's 1 MiB threshold of its parallel fill. */
+static const size_t counts[] = {0, 1, 2, 3, 8, 33, 4097, 262145};
 #define NCOUNTS (sizeof counts / sizeof counts[0])
 
 typedef struct draw {

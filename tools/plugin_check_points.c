@@ -1,9 +1,9 @@
 /*
  * plugin_check_points.c - the "points" check: save points where a cached
  * value may be pending.  On every stream of every device, after each save
- * point P (each distribution drawn 1, 2 and 3 times; normal_f32 then
- * normal_f64 and the reverse; the cuRAND normals mixed), the state A is
- * taken and each distribution Q is drawn next:
+ * point P (each distribution drawn 1, 2 and 3 times; a large draw;
+ * normal_f32 then normal_f64 and the reverse; the cuRAND normals mixed),
+ * the state A is taken and each distribution Q is drawn next:
  *   uninterrupted      seed, P, Q
  *   get_state only     seed, P, get_state, Q       (must equal: get is pure)
  *   round trip         seed, P, set_state(A), Q    (must equal)
@@ -69,6 +69,8 @@ static void build(ctxp *c)
             for (size_t k = 1; k <= 3; k++)
                 add_point(c, d, k, -1, 0);
         }
+    /* A large draw (the cpu backend fills it in parallel past 1 MiB). */
+    add_point(c, c->base, 262145, -1, 0);
     static const int pairs[][2] = {
         {RNGSNAP_NORMAL_F32, RNGSNAP_NORMAL_F64},
         {RNGSNAP_NORMAL_F64, RNGSNAP_NORMAL_F32},
