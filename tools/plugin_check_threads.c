@@ -4,8 +4,8 @@
  * program of draws, get_state and set_state, first one stream after
  * another, then all at once (one thread per stream, started together);
  * each stream must draw the same values both ways (the state bytes may
- * hold what does not decide a value, so only values are compared).  The verdict compares
- * values only, never timings.
+ * hold what does not decide a value, so only values are compared).  The
+ * verdict compares values only, never timings.
  */
 #include <pthread.h>
 #include <stdlib.h>
