@@ -26,7 +26,8 @@ def check(cond, what, detail=""):
 
 def run(*args):
     env = dict(os.environ)
-    env.pop("RNGSNAP_CONFIG", None)
+    for var in ("RNGSNAP_CONFIG", "RNGSNAP_NO_EMULATION", "RNGSNAP_PLUGIN_PATH"):
+        env.pop(var, None)  # the configs below say what to load, emulated
     p = subprocess.run([RNGSNAP, *args], capture_output=True, text=True,
                        env=env, timeout=600)
     return p.returncode, p.stdout, p.stderr
