@@ -161,6 +161,12 @@ if "$tmp/app/engine_check" advance "$ini" "$tmp/a.rngsnap" "$tmp/b.rngsnap" 5 >"
   ok "rngsnap diff: minimal:1/noise is 5 words ahead"
 else cat "$tmp/adv.log"; echo "$out"; bad "rngsnap diff does not say how far the minimal stream moved"; fi
 
+# The conformance check an author runs, from the installed command.
+out=$("$prefix/bin/rngsnap" -c "$ini" plugin-check minimal 2>&1); rc=$?
+if [ "$rc" -eq 0 ] && [ "$(tail -n1 <<<"$out")" = "backend minimal: conformant (7 of 7 checks passed)" ]; then
+  ok "rngsnap plugin-check: the out-of-tree plugin is conformant"
+else echo "$out"; bad "rngsnap plugin-check minimal: exit $rc"; fi
+
 # Strict load: a configuration without the new backend refuses that file.
 grep -v -e minimal -e 'noise' -e 'devices' "$ini" >"$tmp/cpu-only.ini"
 if out=$("$train" -c "$tmp/cpu-only.ini" --checkpoint "$ck" --steps 20 --resume 2>&1); then
