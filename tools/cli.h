@@ -35,6 +35,10 @@ typedef struct cli_command {
 /* The rng.ini to use and where that choice came from ("-c", "RNGSNAP_CONFIG",
  * "build tree", "installed default").  Never NULL. */
 const char *cli_config_path(const cli_globals *g, const char **origin);
+#ifdef RNGSNAP_PACKAGE_COMMAND
+/* The command inside the Python wheel: <its folder>/../rng.ini. */
+const char *cli_package_ini(void);
+#endif
 
 /* After a failed rngsnap_open: print the library's message and, when the
  * file was not chosen explicitly, how it was chosen. */

@@ -3,7 +3,11 @@
  *
  * Precedence: -c/--config; the RNGSNAP_CONFIG variable; the build tree's
  * config/rng.ini when this binary is the one in <build>/tools (so a fresh
- * build works before anything is installed); the installed default.
+ * build works before anything is installed); the installed default.  The
+ * command inside the Python wheel (RNGSNAP_PACKAGE_COMMAND, built by
+ * python/meson.build into rngsnap/_bin) uses the package's own rng.ini,
+ * rng.ini one folder up from its own, instead of the last two: the paths baked in
+ * at build time name the wheel's build folder, not the user's install.
  * RNGSNAP_CONFIG is ignored (and that said) in a secure-execution process
  * (setuid, setgid, file capabilities), as the library does.
  */
@@ -54,6 +58,29 @@ static const char *config_env(void)
     return env;
 }
 
+#ifdef RNGSNAP_PACKAGE_COMMAND
+const char *cli_package_ini(void)
+{
+    static char ini[PATH_MAX + 16];
+    if (ini[0])
+        return ini;
+    char exe[PATH_MAX];
+    if (!realpath("/proc/self/exe", exe)) {
+        /* No /proc: the message names a path that says what is missing. */
+        snprintf(ini, sizeof ini, "/proc/self/exe/../../rng.ini");
+        return ini;
+    }
+    /* <package>/_bin/rngsnap: drop the file name, then _bin. */
+    for (int up = 0; up < 2; up++) {
+        char *slash = strrchr(exe, '/');
+        if (slash)
+            *slash = '\0';
+    }
+    snprintf(ini, sizeof ini, "%s/rng.ini", exe);
+    return ini;
+}
+#endif
+
 const char *cli_config_path(const cli_globals *g, const char **origin)
 {
     const char *dummy;
@@ -68,12 +95,17 @@ const char *cli_config_path(const cli_globals *g, const char **origin)
         *origin = "RNGSNAP_CONFIG";
         return env;
     }
+#ifdef RNGSNAP_PACKAGE_COMMAND
+    *origin = "package";
+    return cli_package_ini();
+#else
     if (running_from_build_tree()) {
         *origin = "build tree";
         return RNGSNAP_BUILD_INI;
     }
     *origin = "installed default";
     return RNGSNAP_DEFAULT_INI;
+#endif
 }
 
 void cli_open_failed(const char *cmd, const char *ini, const char *origin)
@@ -84,6 +116,8 @@ void cli_open_failed(const char *cmd, const char *ini, const char *origin)
                           ? "set by RNGSNAP_CONFIG"
                       : strcmp(origin, "build tree") == 0
                           ? "the build tree's rng.ini"
+                      : strcmp(origin, "package") == 0
+                          ? "the rng.ini installed inside the package"
                           : "the installed default";
     if (strcmp(origin, "-c") != 0)
         fprintf(stderr, "rngsnap %s: no -c given, so %s is %s; pass -c FILE "

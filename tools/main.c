@@ -48,12 +48,22 @@ static void usage(FILE *to)
         "  -c, --config FILE  rng.ini to use (also accepted after COMMAND)\n"
         "  -h, --help         this text\n"
         "      --version      library and program version\n"
-        "\n"
+        "\n");
+#ifdef RNGSNAP_PACKAGE_COMMAND
+    fprintf(to,
+        "The rng.ini used is the first of: -c FILE; the RNGSNAP_CONFIG\n"
+        "variable; the rng.ini installed inside the Python package\n"
+        "(%s).\n"
+        "\n" CLI_EXIT_HELP,
+        cli_package_ini());
+#else
+    fprintf(to,
         "The rng.ini used is the first of: -c FILE; the RNGSNAP_CONFIG\n"
         "variable; the build tree's config/rng.ini when this program runs\n"
         "from its build folder; the installed default (%s).\n"
         "\n" CLI_EXIT_HELP,
         RNGSNAP_DEFAULT_INI);
+#endif
 }
 
 /* `rngsnap help [COMMAND]`: the same text as COMMAND --help. */
