@@ -80,11 +80,24 @@ def test_pip_install_target(tmp_path):
                         "--target", str(target), str(src)],
                        capture_output=True, text=True)
     assert r.returncode == 0, r.stdout + r.stderr
-    # The wheel holds the package only: no bin/, lib/, include/, etc/ and
-    # no .rngsnap.mesonpy.libs (the library's own install folders).
+    # The wheel holds the package only: no lib/, include/, etc/ and no
+    # .rngsnap.mesonpy.libs (the library's own install folders); bin/ has
+    # pip's console script alone, which runs the package's own command.
     assert sorted(p.name for p in target.iterdir()) == [
-        "rngsnap", "rngsnap-0.1.0.dist-info"]
+        "bin", "rngsnap", "rngsnap-0.1.0.dist-info"]
+    assert [p.name for p in (target / "bin").iterdir()] == ["rngsnap"]
+    assert (target / "bin" / "rngsnap").read_bytes().startswith(b"#!")
     assert (target / "rngsnap" / "plugins" / "rngsnap_cpu.so").exists()
+    assert os.access(target / "rngsnap" / "_bin" / "rngsnap", os.X_OK)
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith("RNGSNAP_")}
+    env["PYTHONPATH"] = str(target)
+    r = subprocess.run([str(target / "bin" / "rngsnap"), "backends"],
+                       capture_output=True, text=True, env=env,
+                       cwd=str(tmp_path))
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.startswith("config: %s (package)\n" % (
+        target / "rngsnap" / "rng.ini"))
     where, config, words = _draw_elsewhere(target, tmp_path)
     assert where == str(target / "rngsnap" / "__init__.py")
     assert config == '["%s", "package"]' % (target / "rngsnap" / "rng.ini")
