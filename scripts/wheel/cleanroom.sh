@@ -127,4 +127,23 @@ rm -rf "$room/tree-out"
 cp -r "$room/tree-out/." "$work/from-tree/" || exit 1
 in_room "venv/bin/rngsnap verify from-tree/ck.rngsnap && venv/bin/python cleanroom_job.py check from-tree file && venv/bin/python cleanroom_job.py check from-tree bytes" ||
   fail "the clean room could not resume the build tree's checkpoint"
+# The wheel's command and the build tree's C command: the same output and
+# exit status, run on the same two files by the same relative paths.
+mkdir -p "$room/cmp" "$work/cmp"
+for d in "$room/cmp" "$work/cmp"; do
+  cp "$room/out/ck.rngsnap" "$d/clean.rngsnap" && cp "$room/tree-out/ck.rngsnap" "$d/tree.rngsnap" || exit 1
+  printf 'not a checkpoint\n' > "$d/junk.rngsnap"
+done
+for args in "verify cmp/clean.rngsnap" "verify cmp/junk.rngsnap" "inspect cmp/tree.rngsnap" \
+            "inspect --json cmp/clean.rngsnap" "diff cmp/clean.rngsnap cmp/tree.rngsnap" \
+            "diff cmp/clean.rngsnap cmp/clean.rngsnap" "nosuchcommand" "--version"; do
+  (cd "$room" && "$build/tools/rngsnap" $args > cmp/tree.out 2> cmp/tree.err; echo "rc $?" >> cmp/tree.out)
+  in_room "venv/bin/rngsnap $args > cmp/room.out 2> cmp/room.err; echo \"rc \$?\" >> cmp/room.out" || true
+  if cmp -s "$room/cmp/tree.out" "$work/cmp/room.out" && cmp -s "$room/cmp/tree.err" "$work/cmp/room.err"; then
+    echo "cleanroom: rngsnap $args: the same output and $(tail -n 1 "$room/cmp/tree.out") in the clean room (wheel) and the build tree"
+  else
+    diff "$room/cmp/tree.out" "$work/cmp/room.out"; diff "$room/cmp/tree.err" "$work/cmp/room.err"
+    fail "rngsnap $args: the wheel's command and the build tree's differ"
+  fi
+done
 echo "cleanroom: OK"
