@@ -102,6 +102,13 @@ def main():
           and os.path.realpath(os.path.join(PKG, "rng.ini")) in out,
           "rngsnap --help names the package's rng.ini")
 
+    a = run(os.path.join(BIN, "rngsnap"), "demo")
+    b = run(sys.executable, "-m", "rngsnap", "demo")
+    last = "resume is bit-exact on 3 of 3 streams"
+    check(a[0] == b[0] == 0 and a[1].splitlines()[-1] == last
+          and b[1].splitlines()[-1] == last,
+          "rngsnap demo and python -m rngsnap demo: rc 0, '%s'" % last)
+
     # Trust rules hold in site-packages as in any plugin folder.
     refused(PLUGINS, 0o775, "its folder")
     refused(os.path.join(PLUGINS, "rngsnap_cpu.so"), 0o775, "the file")
