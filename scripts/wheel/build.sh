@@ -69,6 +69,26 @@ PATH="$venv/bin:$PATH" "$venv/bin/auditwheel" show "$wheel" | tee "$out/show.txt
 # 4. What every ELF needs, resolved.
 PATH="$venv/bin:$PATH" "$venv/bin/python" "$src/scripts/wheel/check.py" "$wheel" || fail "check.py: $wheel"
 
+# The check can fail: the same wheel without its grafted inih must be
+# refused, naming what the extension then lacks.
+broken=$out/broken/$(basename "$wheel")
+rm -rf "$out/broken" && mkdir -p "$out/broken" || exit 1
+inih=$("$venv/bin/python" - "$wheel" "$broken" <<'EOF'
+import sys, zipfile
+with zipfile.ZipFile(sys.argv[1]) as a, zipfile.ZipFile(sys.argv[2], "w") as b:
+    for i in a.infolist():
+        if i.filename.startswith("rngsnap.libs/libinih-"):
+            print(i.filename)
+        else:
+            b.writestr(i, a.read(i))
+EOF
+) && [ -n "$inih" ] || fail "no grafted libinih in $wheel"
+if PATH="$venv/bin:$PATH" "$venv/bin/python" "$src/scripts/wheel/check.py" "$broken" > "$out/broken.log" 2>&1 ||
+   ! grep -q "check: FAIL: rngsnap/_rngsnap.cpython-.*needs $(basename "$inih"): neither inside the wheel" "$out/broken.log"; then
+  cat "$out/broken.log"; fail "check.py passed a wheel without $inih"
+fi
+echo "wheel: check.py refuses the wheel without $inih, as it must"
+
 # 5. Installed alone.
 bash "$src/scripts/wheel/smoke.sh" "$wheel" "$out/smoke" || fail "smoke.sh: $wheel"
 echo "wheel: OK"
