@@ -21,6 +21,7 @@
 #include "cli.h"
 #include "rngsnap_build_config.h"
 
+#ifndef RNGSNAP_PACKAGE_COMMAND
 /* Nonzero when /proc/self/exe lies in <RNGSNAP_BUILD_ROOT>/tools. */
 static int running_from_build_tree(void)
 {
@@ -39,6 +40,7 @@ static int running_from_build_tree(void)
     snprintf(want, sizeof want, "%s/tools", root);
     return strcmp(exe, want) == 0;
 }
+#endif
 
 /* RNGSNAP_CONFIG, unless the invoking user may not choose our files. */
 static const char *config_env(void)

@@ -49,7 +49,7 @@ command -v cc > /dev/null || command -v gcc > /dev/null ||
 rm -rf "$out/dist" "$out/repaired"
 echo "wheel: python -m build --wheel (log: $out/build.log)"
 if ! nice "$venv/bin/python" -m build --wheel --outdir "$out/dist" \
-     -Cbuild-dir="$out/mesonpy-build" "$src" > "$out/build.log" 2>&1; then
+     -Cbuild-dir="$out/mesonpy-build" -Csetup-args=-Dwerror=true "$src" > "$out/build.log" 2>&1; then
   tail -n 30 "$out/build.log"
   fail "python -m build --wheel failed (log: $out/build.log)"
 fi
