@@ -97,7 +97,7 @@ typedef struct rs_parse {
 char *rs_plugin_dir_item(const char *base, const char *item)
 {
     if (strcmp(item, RS_BUILTIN_TOKEN) == 0)
-        return rs_strdup(RNGSNAP_PLUGIN_DIR);
+        return rs_strdup(rs_builtin_plugin_dir());
     return rs_path_join(base, item);
 }
 

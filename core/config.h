@@ -44,9 +44,18 @@ int rs_config_check_keys(struct rngsnap *ctx, const rs_backend *b);
 void rs_backend_free_config(rs_backend *b);
 
 /* The entry of plugin_dir and RNGSNAP_PLUGIN_PATH that stands for the
- * built-in plugin folder (RNGSNAP_PLUGIN_DIR, baked in at build time), so
- * that a list can add folders and keep it: "/opt/p:@builtin". */
+ * built-in plugin folder (rs_builtin_plugin_dir), so that a list can add
+ * folders and keep it: "/opt/p:@builtin". */
 #define RS_BUILTIN_TOKEN "@builtin"
+/* The built-in plugin folder: RNGSNAP_PLUGIN_DIR, baked in at build time;
+ * in the Python wheel, the package's own plugins folder (builtin_dir.c). */
+const char *rs_builtin_plugin_dir(void);
+/* How a user finds that folder, for messages. */
+#ifdef RNGSNAP_PACKAGE_PLUGINS
+#define RS_BUILTIN_DIR_HOW "the plugins folder of the rngsnap Python package"
+#else
+#define RS_BUILTIN_DIR_HOW "pkg-config --variable=plugindir rngsnap"
+#endif
 /* One folder of such a list, absolute: the built-in folder for the
  * token, else item relative to base.  NULL: no memory. */
 char *rs_plugin_dir_item(const char *base, const char *item);

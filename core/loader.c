@@ -238,7 +238,7 @@ static int candidates(const struct rngsnap *ctx, const rs_backend *b,
             ok = paths_add(out, rs_path_join(cfg->plugin_dirs[i], fname));
     } else {
         *origin = RS_PLUGIN_FROM_BUILTIN;
-        ok = paths_add(out, rs_path_join(RNGSNAP_PLUGIN_DIR, fname));
+        ok = paths_add(out, rs_path_join(rs_builtin_plugin_dir(), fname));
     }
     free(fname);
     return ok;

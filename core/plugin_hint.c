@@ -197,7 +197,7 @@ void rs_plugin_folders_note(const rs_backend *b, char *const *tried,
         struct stat st;
         if (!folder_of(tried[i], dir, sizeof dir))
             continue;
-        builtin_searched |= strcmp(dir, RNGSNAP_PLUGIN_DIR) == 0;
+        builtin_searched |= strcmp(dir, rs_builtin_plugin_dir()) == 0;
         int seen = 0; /* name each missing folder once */
         for (size_t j = 0; j < i && !seen; j++) {
             char other[4096];
@@ -215,7 +215,7 @@ void rs_plugin_folders_note(const rs_backend *b, char *const *tried,
         || origin == RS_PLUGIN_FROM_BUILTIN)
         return;
     char there[4096];
-    snprintf(there, sizeof there, "%s/%s%s", RNGSNAP_PLUGIN_DIR, b->plugin,
+    snprintf(there, sizeof there, "%s/%s%s", rs_builtin_plugin_dir(), b->plugin,
              strlen(b->plugin) > 3
                      && strcmp(b->plugin + strlen(b->plugin) - 3, ".so") == 0
                  ? "" : ".so");
@@ -224,10 +224,10 @@ void rs_plugin_folders_note(const rs_backend *b, char *const *tried,
         return;
     const char *key = origin == RS_PLUGIN_FROM_ENV ? "RNGSNAP_PLUGIN_PATH"
                                                    : "plugin_dir";
-    append(buf, len, "; %s is %s %s (pkg-config --variable=plugindir "
-           "rngsnap), a folder %s leaves out: add " RS_BUILTIN_TOKEN " to %s "
-           "to search it too", b->plugin,
+    append(buf, len, "; %s is %s %s (" RS_BUILTIN_DIR_HOW "), a folder %s "
+           "leaves out: add " RS_BUILTIN_TOKEN " to %s to search it too",
+           b->plugin,
            exists ? "in the built-in plugin folder"
                   : "a built-in plugin, installed in",
-           RNGSNAP_PLUGIN_DIR, key, key);
+           rs_builtin_plugin_dir(), key, key);
 }

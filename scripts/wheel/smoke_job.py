@@ -113,25 +113,24 @@ def main():
     refused(PLUGINS, 0o775, "its folder")
     refused(os.path.join(PLUGINS, "rngsnap_cpu.so"), 0o775, "the file")
 
-    # A user's own plugin folder, searched before the package's
-    # (docs/python.md, "Your own plugins"): RNGSNAP_PLUGIN_PATH, or
-    # plugin_dir in the user's own rng.ini, which also turns on the
-    # package's device plugins (emulated here).
+    # A user's own plugin folder, searched before the package's, as
+    # docs/rng-ini.md says: RNGSNAP_PLUGIN_PATH or plugin_dir with the
+    # entry @builtin, which is the package's plugins folder in the wheel.
     mine = os.path.join(work, "my-plugins")
     os.mkdir(mine, 0o755)
     shutil.copy(os.path.join(PLUGINS, "rngsnap_cpu.so"), mine)
-    env = dict(os.environ, RNGSNAP_PLUGIN_PATH=mine + ":" + PLUGINS)
+    env = dict(os.environ, RNGSNAP_PLUGIN_PATH=mine + ":@builtin")
     rc, out, err = both("backends", "--json", env=env)
     paths = {b["name"]: b["plugin_path"] for b in json.loads(out)["backends"]}
     check(rc == 0 and paths["cpu"] == os.path.realpath(os.path.join(mine, "rngsnap_cpu.so")),
-          "RNGSNAP_PLUGIN_PATH=MINE:PACKAGE: cpu from %s" % paths["cpu"])
+          "RNGSNAP_PLUGIN_PATH=MINE:@builtin: cpu from %s" % paths["cpu"])
     ini = os.path.join(work, "my-rng.ini")
     with open(ini, "w") as f:
-        f.write("[rngsnap]\nplugin_dir = my-plugins:%s\n"
+        f.write("[rngsnap]\nplugin_dir = my-plugins:@builtin\n"
                 "[backend.cpu]\nplugin = rngsnap_cpu\nrequired = true\n"
                 "streams = default\n"
                 "[backend.hpu]\nplugin = rngsnap_hpu\nrequired = false\n"
-                "emulate_devices = 2\nstreams = default\n" % PLUGINS)
+                "emulate_devices = 2\nstreams = default\n")
     rc, out, err = both("-c", ini, "backends", "--json")
     paths = {b["name"]: b["plugin_path"] for b in json.loads(out)["backends"]}
     with rngsnap.Context(config=ini) as ctx:
@@ -139,8 +138,26 @@ def main():
         hpu = ctx.stream("hpu", 1, "default").generate("u32", 2).tolist()
     check(rc == 0 and paths["cpu"] == os.path.realpath(os.path.join(mine, "rngsnap_cpu.so"))
           and paths["hpu"] == os.path.realpath(os.path.join(PLUGINS, "rngsnap_hpu.so")),
-          "plugin_dir = my-plugins:PACKAGE: cpu from %s, hpu from %s, "
+          "plugin_dir = my-plugins:@builtin: cpu from %s, hpu from %s, "
           "emulated hpu 1 draws %s" % (paths["cpu"], paths["hpu"], hpu))
+    # Without @builtin the package's plugins are left out, and the
+    # message says where they are and how to keep them.
+    with open(ini, "w") as f:
+        f.write("[rngsnap]\nplugin_dir = my-plugins\n"
+                "[backend.hpu]\nplugin = rngsnap_hpu\nrequired = true\n"
+                "emulate_devices = 1\nstreams = default\n")
+    try:
+        rngsnap.Context(config=ini)
+        got = None
+    except rngsnap.PluginError as e:
+        got = str(e)
+    hint = ("; rngsnap_hpu is in the built-in plugin folder %s (the plugins "
+            "folder of the rngsnap Python package), a folder plugin_dir "
+            "leaves out: add @builtin to plugin_dir to search it too"
+            % os.path.realpath(PLUGINS))
+    check(got is not None and hint in got,
+          "plugin_dir without @builtin: PluginError ending '%s'"
+          % (got[got.find("; rngsnap_hpu is"):] if got else None))
     shutil.rmtree(work)
     print("smoke: OK")
 
