@@ -62,6 +62,7 @@ def train(args):
                                          batch_sampler=sampler)
     rngsnap.torch.track(ctx)  # torch (every device), NumPy, random
     rng = RngState(ctx, args.resume)
+    ledger = ctx.ledger(os.path.join(args.dir, "ledger/"))  # one file a rank
 
     step = 0
     if args.resume:  # the last checkpoint whose metadata was written
@@ -79,6 +80,7 @@ def train(args):
             loss.backward()
             opt.step()
             step += 1
+            ledger.step(step)  # rngsnap ledger diff
             print("loss", loss.item().hex(), flush=True)
             if step % CKPT_EVERY == 0:
                 dcp.save({"model": model.state_dict(), "rng": rng,
