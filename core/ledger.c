@@ -282,8 +282,34 @@ out:
     return rc;
 }
 
+/* mkdir -p: the job's folder may not exist yet (ranks race: EEXIST is
+ * fine).  0, or -1 with errno. */
+static int make_dirs(const char *path)
+{
+    char *p = rs_strdup(path);
+    if (!p) {
+        errno = ENOMEM;
+        return -1;
+    }
+    int rc = 0;
+    for (char *s = p + 1; rc == 0; s++) {
+        if (*s != '/' && *s != '\0')
+            continue;
+        char c = *s;
+        *s = '\0';
+        if (mkdir(p, 0777) != 0 && errno != EEXIST)
+            rc = -1;
+        *s = c;
+        if (c == '\0')
+            break;
+    }
+    free(p);
+    return rc;
+}
+
 /* path, or path/rank-NNNNN.ledger when path names a folder (or ends in
- * '/', and is then made): one ledger per rank from one argument. */
+ * '/', and is then made, with its parents): one ledger per rank from one
+ * argument. */
 static char *ledger_path(struct rngsnap *ctx, const char *path)
 {
     size_t n = strlen(path);
@@ -292,7 +318,7 @@ static char *ledger_path(struct rngsnap *ctx, const char *path)
               || (stat(path, &st) == 0 && S_ISDIR(st.st_mode));
     if (!dir)
         return rs_strdup(path);
-    if (mkdir(path, 0777) != 0 && errno != EEXIST) {
+    if (make_dirs(path) != 0) {
         rs_error(ctx, RNGSNAP_E_IO, "%s %s: cannot make the folder: %s",
                  rs_word(ctx, RS_W_LEDGER_OPEN), path, strerror(errno));
         return NULL;

@@ -62,7 +62,6 @@ def train(args):
                                          batch_sampler=sampler)
     rngsnap.torch.track(ctx)  # torch (every device), NumPy, random
     rng = RngState(ctx, args.resume)
-    ledger = ctx.ledger(os.path.join(args.dir, "ledger/"))  # one file a rank
 
     step = 0
     if args.resume:  # the last checkpoint whose metadata was written
@@ -73,6 +72,7 @@ def train(args):
         model.load_state_dict(state["model"])
         resumed(state["step"])
 
+    ledger = ctx.ledger(os.path.join(args.dir, "ledger/"))  # one file a rank
     for epoch in sampler.epochs():
         for x, y in sampler.batches(loader):
             opt.zero_grad()
