@@ -14,8 +14,8 @@ nothing else, and for an extra draw its n - with exit 1:
   the sampler skipping one batch (state "sampler" differs);
   a re-seed of the app's private generator (state "private" differs);
   a noted loss that differs while the RNG does not (compute drift).
-Also: the text form, show, a torn last record (dropped and reported), and
-usage errors (exit 2).
+Also: the text form, show, a torn last record (dropped and reported),
+usage errors (exit 2), and `rngsnap demo --ledger`.
 """
 import itertools
 import json
@@ -217,6 +217,18 @@ with tempfile.TemporaryDirectory() as tmp:
     rc, out, err = run(RNGSNAP, "ledger", "show", INI)
     check(rc == 2 and err == "rngsnap ledger show: %s: not a ledger (it does "
           "not begin with RNGSNAPL)\n" % INI, "not a ledger: exit 2", err)
+
+# The demo's --ledger run: a stray draw in the resumed run, found.
+rc, out, err = run(RNGSNAP, "-c", os.path.join(os.environ["RNGSNAP_BUILD_ROOT"],
+                                               "config", "rng.ini"),
+                   "demo", "--ledger")
+check(rc == 0 and "resume is bit-exact on 2 of 3 streams\n" in out
+      and "A stray draw of 4 words was made on the last stream at step 6 of "
+      "the resumed run.\n" in out
+      and "rank 0, step 6\n  cpu:0/augment: 4 words ahead in B (offset 2664 "
+      "in A, 2668 in B); last matched at step 5; still differs at step 12 "
+      "(the last common step)\n" in out,
+      "demo --ledger: the stray draw named (step, stream, words)", out + err)
 
 print("%d failed" % len(failures))
 sys.exit(1 if failures else 0)
