@@ -30,8 +30,7 @@ def plugin_dir():
     d = os.environ.get("RNGSNAP_PLUGIN_BUILD_DIR")
     if d:
         return os.path.abspath(d)
-    return os.path.join(os.path.dirname(rngsnap.BUILD_CONFIG), "..",
-                        "plugins")
+    return os.path.join(rngsnap._rngsnap.BUILD_ROOT, "plugins")
 
 
 def measure(work, batches, per, note):
