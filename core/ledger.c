@@ -205,7 +205,7 @@ static int layout_changed(const struct rngsnap *ctx, const struct rs_ledger *l)
  * file is new or empty), after checking that it is a ledger of this
  * rank; its last segment number goes to *segment. */
 static int scan_existing(struct rngsnap *ctx, struct rs_ledger *l,
-                         off_t *end, uint32_t *segment)
+                         off_t *end, off_t *size_out, uint32_t *segment)
 {
     const char *call = rs_word(ctx, RS_W_LEDGER_OPEN);
     struct stat st;
@@ -214,6 +214,7 @@ static int scan_existing(struct rngsnap *ctx, struct rs_ledger *l,
                         strerror(errno));
     *end = 0;
     *segment = 0;
+    *size_out = st.st_size;
     if (st.st_size == 0)
         return RNGSNAP_OK;
     size_t size = (size_t)st.st_size;
@@ -361,11 +362,12 @@ static int open_locked(struct rngsnap *ctx, const char *path)
                       strerror(errno));
         goto fail;
     }
-    off_t end;
-    uint32_t last;
-    if ((rc = scan_existing(ctx, l, &end, &last)))
+    off_t end = 0, size = 0;
+    uint32_t last = 0;
+    if ((rc = scan_existing(ctx, l, &end, &size, &last)))
         goto fail;
-    if (ftruncate(l->fd, end) != 0 || lseek(l->fd, end, SEEK_SET) < 0) {
+    if ((end != size && ftruncate(l->fd, end) != 0)
+        || lseek(l->fd, end, SEEK_SET) < 0) {
         rc = rs_error(ctx, RNGSNAP_E_IO, "%s %s: cannot cut the torn last "
                       "record: %s", call, l->path, strerror(errno));
         goto fail;
@@ -450,8 +452,9 @@ static int note_locked(struct rngsnap *ctx, const char *name, int type,
         return no_ledger(ctx, RS_W_LEDGER_NOTE);
     size_t nl = strlen(name);
     if (nl == 0 || nl > RS_LG_NOTE_NAME_MAX)
-        return rs_error(ctx, RNGSNAP_E_INVALID, "%s %s: a note's name has 1 "
-                        "to %d bytes", call, name, RS_LG_NOTE_NAME_MAX);
+        return rs_error(ctx, RNGSNAP_E_INVALID, "%s: a note's name has 1 "
+                        "to %d bytes, not %zu", call, RS_LG_NOTE_NAME_MAX,
+                        nl);
     if (size > RS_LG_NOTE_VALUE_MAX)
         return rs_error(ctx, RNGSNAP_E_INVALID, "%s %s: value of %zu bytes, "
                         "more than the %u a note holds (note a digest "
