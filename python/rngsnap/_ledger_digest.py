@@ -40,7 +40,8 @@ def numpy_legacy(rs, fallback):
     and position.  The cached second Gaussian of legacy normal draws is
     not covered (NumPy keeps it out of reach); every draw that uses it
     also moves the words."""
-    return _mt19937(rs._bit_generator) or fallback
+    bg = getattr(rs, "_bit_generator", None)
+    return (bg is not None and _mt19937(bg)) or fallback
 
 
 def _random_offset(r):
