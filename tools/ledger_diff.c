@@ -375,6 +375,20 @@ static int diff_rank(const lg_file *a, const lg_file *b, rank_diff *d)
     return 0;
 }
 
+/* The ranks of set that other lacks (JSON array members). */
+static void print_unpaired(lg_file **set, size_t n, lg_file **other,
+                           size_t no)
+{
+    int k = 0;
+    for (size_t i = 0; i < n; i++) {
+        int found = 0;
+        for (size_t j = 0; j < no; j++)
+            found |= other[j]->rank == set[i]->rank;
+        if (!found)
+            printf("%s%d", k++ ? ", " : "", (int)set[i]->rank);
+    }
+}
+
 static void print_torn(lg_file **set, size_t n, const char *side, int json,
                        int *k)
 {
@@ -474,6 +488,12 @@ int ledger_diff(const char *pa, const char *pb, int json)
                "\"torn\": [", any ? "differ" : "match", common_steps, nd);
         print_torn(A, na, "A", 1, &k);
         print_torn(B, nb, "B", 1, &k);
+        printf("], \"only_in_a\": [");
+        if (!files)
+            print_unpaired(A, na, B, nb);
+        printf("], \"only_in_b\": [");
+        if (!files)
+            print_unpaired(B, nb, A, na);
         printf("]");
         if (any)
             printf(", \"first_step\": %" PRIu64, first);

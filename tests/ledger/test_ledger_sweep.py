@@ -126,6 +126,18 @@ with tempfile.TemporaryDirectory() as tmp:
     check(rc == 0 and out == "ledger diff: every one of the %d common steps "
           "matches on %d ranks\n" % (RANKS * (LAST + 1), RANKS),
           "exact kill/resume, text form", (rc, out, err))
+    # A rank missing on one side: said, the others compared.
+    two = os.path.join(tmp, "two-ranks")
+    shutil.copytree(B, two)
+    os.unlink(os.path.join(two, "rank-00002.ledger"))
+    rc, res, err = diff(A, two)
+    check(rc == 0 and res["only_in_a"] == [2] and res["only_in_b"] == []
+          and res["common_steps"] == 2 * (LAST + 1),
+          "a rank only in A: listed, the other ranks compared", (rc, res))
+    rc, out, err = diff(A, two, json_out=False)
+    check(rc == 0 and err == "rngsnap ledger diff: rank 2 is only in A "
+          "(%s/rank-00002.ledger): not compared\n" % A,
+          "a rank only in A: said on stderr", err)
     rc, out, err = run(RNGSNAP, "ledger", "show",
                        os.path.join(B, "rank-00001.ledger"))
     check(rc == 0 and "rank 1 of 3" in out and "2 segments" in out
