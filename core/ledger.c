@@ -46,6 +46,7 @@ struct rs_ledger {
     uint32_t segment;
     char **apps;          /* app names of the last LAYOUT written      */
     size_t napps;
+    int layout_unwritten; /* a LAYOUT's write failed: write one again  */
     uint8_t *kinds;       /* per stream: RS_LG_PHILOX or RS_LG_OPAQUE  */
     uint8_t *buf;         /* the record being built                    */
     size_t cap;
@@ -193,7 +194,7 @@ static int put_layout(struct rngsnap *ctx, struct rs_ledger *l, size_t *off)
 
 static int layout_changed(const struct rngsnap *ctx, const struct rs_ledger *l)
 {
-    if (ctx->napps != l->napps)
+    if (l->layout_unwritten || ctx->napps != l->napps)
         return 1;
     for (size_t i = 0; i < l->napps; i++)
         if (strcmp(ctx->apps[i].name, l->apps[i]) != 0)
@@ -564,9 +565,20 @@ static int step_locked(struct rngsnap *ctx, uint64_t step)
     const char *call = rs_word(ctx, RS_W_LEDGER_STEP);
     if (!l)
         return no_ledger(ctx, RS_W_LEDGER_STEP);
+    int rc;
+    if (layout_changed(ctx, l)) {
+        /* Its own write, before the step's: the step may still fail (an
+         * app state's callback), and a LAYOUT with no step after it is
+         * harmless. */
+        size_t n = 0;
+        l->layout_unwritten = 1;
+        if (put_layout(ctx, l, &n))
+            goto nomem;
+        if ((rc = write_all(ctx, l, l->buf, n, call)))
+            return rc;
+        l->layout_unwritten = 0;
+    }
     size_t off = 0;
-    if (layout_changed(ctx, l) && put_layout(ctx, l, &off))
-        goto nomem;
     size_t len = RS_LG_REC_HEAD + 8 + 16 * ctx->nstreams + 8 * ctx->napps
                  + 2 + 8;
     for (size_t i = 0; i < l->nnotes; i++)
@@ -581,7 +593,6 @@ static int step_locked(struct rngsnap *ctx, uint64_t step)
     uint8_t *p = b + RS_LG_REC_HEAD;
     rs_lg_put64(p, step);
     p += 8;
-    int rc;
     for (size_t i = 0; i < ctx->nstreams; i++, p += 16)
         if ((rc = stream_words(ctx, l, i, p, step)))
             return rc;
