@@ -15,7 +15,7 @@
 static void help(void)
 {
     printf(
-        "usage: rngsnap ledger show FILE\n"
+        "usage: rngsnap ledger show FILE|FOLDER\n"
         "       rngsnap ledger diff A B [--json]\n"
         "\n"
         "A ledger (rngsnap_ledger_open, ctx.ledger() in Python) records,\n"
@@ -24,7 +24,7 @@ static void help(void)
         "the job noted (a loss).  One file per rank; A and B are files or\n"
         "folders of per-rank files.\n"
         "\n"
-        "show  prints a ledger, record by record.\n"
+        "show  prints a ledger (a folder: each rank's), record by record.\n"
         "diff  compares two runs (an uninterrupted one and a resumed one)\n"
         "      on the steps both recorded, and names the first step, rank\n"
         "      and each entry where they part: a stream N words ahead or\n"
@@ -49,14 +49,9 @@ static void show_segment(const lg_file *f, const lg_segment *s)
     (void)f;
 }
 
-static int ledger_show(const char *path)
+static void show_one(const lg_file *f)
 {
-    char err[1024];
-    lg_file *f = lg_read(path, err, sizeof err);
-    if (!f) {
-        cli_err("ledger show", "%s", err);
-        return CLI_USAGE;
-    }
+    const char *path = f->path;
     printf("ledger %s: rank %d of %d, format %u, %zu segment%s, %zu step "
            "record%s\n", path, (int)f->rank, (int)f->world_size,
            RS_LG_VERSION, f->nsegs, f->nsegs == 1 ? "" : "s", f->nrecs,
@@ -100,7 +95,24 @@ static int ledger_show(const char *path)
     if (f->torn_bytes)
         printf("torn last record at byte %zu (%zu bytes, a write cut short "
                "by a kill): dropped\n", f->torn_offset, f->torn_bytes);
-    lg_free(f);
+}
+
+/* A file, or every rank's file of a folder, in rank order. */
+static int ledger_show(const char *path)
+{
+    char err[1024];
+    size_t n;
+    lg_file **set = lg_read_set(path, &n, err, sizeof err);
+    if (!set) {
+        cli_err("ledger show", "%s", err);
+        return CLI_USAGE;
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (i)
+            printf("\n");
+        show_one(set[i]);
+    }
+    lg_free_set(set, n);
     return CLI_OK;
 }
 

@@ -147,6 +147,13 @@ with tempfile.TemporaryDirectory() as tmp:
           and "note loss" in out,
           "show: rank, the resumed segment, steps recorded again", out)
 
+    rc, out, err = run(RNGSNAP, "ledger", "show", B)
+    heads = [ln.split(":")[0] for ln in out.splitlines()
+             if ln.startswith("ledger ")]
+    check(rc == 0 and heads == ["ledger %s/rank-%05d.ledger" % (B, r)
+                                for r in range(RANKS)],
+          "show of a folder: every rank's ledger, in rank order", heads)
+
     # One extra draw of n words on stream s at step k on rank r.
     cases = list(itertools.product([SAVE + 1, KILL, KILL + 1, LAST],
                                    range(len(STREAMS)), range(RANKS),
