@@ -167,6 +167,7 @@ static int put_stream_sections(struct rngsnap *ctx, const char *path,
             p, RNGSNAP_SECTION_STREAM, s->backend->name, bl, s->device,
             s->name, nl, vt->state_format, vt->state_size);
         unsigned long mark = rs_error_mark();
+        RS_TRACE(s->backend, "get_state", s);
         if (vt->get_state(s->handle, st, vt->state_size) != RNGSNAP_OK) {
             char label[600];
             rs_stream_label(s, label, sizeof label);
@@ -522,6 +523,7 @@ static int check_states(struct rngsnap *ctx, const char *path,
             continue;
         const rngsnap_file_section *sec = &v->sections[smap[e]].pub;
         unsigned long mark = rs_error_mark();
+        RS_TRACE(s->backend, "validate_state", s);
         int rc = vt->validate_state(s->backend->bctx, sec->state,
                                     sec->state_size);
         if (rc != RNGSNAP_OK) {
@@ -545,6 +547,7 @@ static size_t rollback_streams(struct rngsnap *ctx, const uint8_t *backup,
     for (size_t e = 0; e < upto; e++) {
         const struct rngsnap_stream *s = &ctx->streams[e];
         const rngsnap_backend *vt = s->backend->vt;
+        RS_TRACE(s->backend, "set_state (rollback)", s);
         if (vt->set_state(s->handle, backup, vt->state_size) != RNGSNAP_OK)
             failed++;
         backup += vt->state_size;
@@ -621,6 +624,7 @@ static int backup_apps(struct rngsnap *ctx, const char *path, size_t **asz,
 static int set_entry(struct rngsnap *ctx, const rs_load_plan *pl, size_t e)
 {
     const struct rngsnap_stream *s = &ctx->streams[e];
+    RS_TRACE(s->backend, pl->seeds ? "seed" : "set_state", s);
     if (pl->seeds)
         return s->backend->vt->seed(s->handle, pl->seeds[e],
                                     (uint64_t)ctx->rank);
@@ -638,6 +642,7 @@ int rs_load_commit(struct rngsnap *ctx, rs_load_plan *pl)
         const struct rngsnap_stream *s = &ctx->streams[e];
         const rngsnap_backend *vt = s->backend->vt;
         unsigned long mark = rs_error_mark();
+        RS_TRACE(s->backend, "get_state (backup)", s);
         if (vt->get_state(s->handle, p, vt->state_size) != RNGSNAP_OK) {
             char label[600];
             rs_stream_label(s, label, sizeof label);
@@ -670,6 +675,7 @@ int rs_load_commit(struct rngsnap *ctx, rs_load_plan *pl)
             const char *said = rs_error_since(ctx, mark);
             snprintf(detail, sizeof detail, "%s", said ? said : "");
             size_t bad = rollback_streams(ctx, backup, e);
+            RS_TRACE(s->backend, "set_state (rollback)", s);
             (void)vt->set_state(s->handle, p, vt->state_size);
             mark = rs_error_mark();
             if (detail[0])

@@ -35,6 +35,7 @@
 #include <ini.h>
 
 #include "config.h"
+#include "rngsnap_build_config.h"
 #include "context.h"
 #include "internal.h"
 #include "near_miss.h"
@@ -92,6 +93,13 @@ typedef struct rs_parse {
 } rs_parse;
 
 /* ---- small helpers ------------------------------------------------------ */
+
+char *rs_plugin_dir_item(const char *base, const char *item)
+{
+    if (strcmp(item, RS_BUILTIN_TOKEN) == 0)
+        return rs_strdup(RNGSNAP_PLUGIN_DIR);
+    return rs_path_join(base, item);
+}
 
 char *rs_path_join(const char *dir, const char *rel)
 {
@@ -579,7 +587,7 @@ static int set_plugin_dir(rs_parse *p, const char *value)
                         "key 'plugin_dir' of [rngsnap]: empty folder in "
                         "'%s'", value);
         }
-        char *abs = rs_path_join(cfg->ini_dir, items[i]);
+        char *abs = rs_plugin_dir_item(cfg->ini_dir, items[i]);
         if (!abs) {
             free_list(items, n);
             return perr(p, RNGSNAP_E_NOMEM, "out of memory");
@@ -929,7 +937,7 @@ static void line_text(const rs_parse *p, int line, const char **s,
 int rs_config_load(struct rngsnap *ctx, const char *ini_path, rs_config *cfg)
 {
     memset(cfg, 0, sizeof *cfg);
-    ctx->log_level = -1;
+    ctx->log_level = RS_LOG_UNSET;
     char *abs = realpath(ini_path, NULL);
     if (!abs)
         return rs_error(ctx, RNGSNAP_E_CONFIG, "cannot open config file "
@@ -1026,7 +1034,8 @@ void rs_backend_free_config(rs_backend *b)
     free(b->options);
     free(b->plugin_path);
     free(b->reason);
-    b->name = b->plugin = b->plugin_path = b->reason = NULL;
+    free(b->near_path);
+    b->name = b->plugin = b->plugin_path = b->reason = b->near_path = NULL;
     b->streams = NULL;
     b->options = NULL;
     b->nstreams = b->noptions = 0;

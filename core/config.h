@@ -43,6 +43,14 @@ int rs_config_check_keys(struct rngsnap *ctx, const rs_backend *b);
 /* Free the config-owned members of one backend slot (not the plugin). */
 void rs_backend_free_config(rs_backend *b);
 
+/* The entry of plugin_dir and RNGSNAP_PLUGIN_PATH that stands for the
+ * built-in plugin folder (RNGSNAP_PLUGIN_DIR, baked in at build time), so
+ * that a list can add folders and keep it: "/opt/p:@builtin". */
+#define RS_BUILTIN_TOKEN "@builtin"
+/* One folder of such a list, absolute: the built-in folder for the
+ * token, else item relative to base.  NULL: no memory. */
+char *rs_plugin_dir_item(const char *base, const char *item);
+
 /* dir + "/" + rel, or a copy of rel when it is absolute.  NULL: no memory. */
 char *rs_path_join(const char *dir, const char *rel);
 

@@ -17,6 +17,7 @@
  */
 #include <errno.h>
 #include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -133,6 +134,18 @@ int rngsnap_get_rank(const rngsnap *ctx, int *rank, int *world_size)
 
 /* ---- open / close ----------------------------------------------------- */
 
+/* "rngsnap_rocm" of ".../rngsnap_rocm.so": what `plugin =` would say. */
+static const char *near_name(const char *path)
+{
+    static _Thread_local char name[256];
+    const char *base = strrchr(path, '/');
+    snprintf(name, sizeof name, "%s", base ? base + 1 : path);
+    size_t n = strlen(name);
+    if (n > 3 && strcmp(name + n - 3, ".so") == 0)
+        name[n - 3] = '\0';
+    return name;
+}
+
 /* b's plugin could not be used: an optional backend whose plugin file
  * is missing is skipped (absent on this node, like one without a
  * device); in a RNGSNAP_PROBE_ONLY context any refused plugin is marked
@@ -150,10 +163,49 @@ static int plugin_unusable(struct rngsnap *ctx, rs_backend *b, int rc,
         return rs_error(ctx, RNGSNAP_E_NOMEM, "out of memory");
     b->available = 0;
     b->skipped = skip;
-    rs_log(ctx, skip ? RNGSNAP_LOG_INFO : RNGSNAP_LOG_WARN, "%s backend "
-           "%s: %s", skip ? "skipping optional" : "probe only: unusable",
-           b->name, b->reason);
+    if (skip && b->near_path) /* likely a typo: never silent (issue 23) */
+        rs_warn_default(ctx, "skipping optional backend %s ([backend.%s] at "
+                        "%s:%d): plugin '%s' not found; did you mean '%s'? "
+                        "(%s is there and would be loaded); until then "
+                        "every checkpoint leaves %s out", b->name, b->name,
+                        ctx->ini_path, b->section_line, b->plugin,
+                        near_name(b->near_path), b->near_path, b->name);
+    else
+        rs_log(ctx, skip ? RNGSNAP_LOG_INFO : RNGSNAP_LOG_WARN, "%s backend "
+               "%s: %s", skip ? "skipping optional" : "probe only: unusable",
+               b->name, b->reason);
     return RNGSNAP_OK;
+}
+
+/* RNGSNAP_NO_EMULATION set (not empty, not "0"): hardware runners that
+ * must fail rather than pass on emulated devices. */
+static int no_emulation_env(void)
+{
+    const char *v = getenv("RNGSNAP_NO_EMULATION");
+    return v && *v && strcmp(v, "0") != 0;
+}
+
+/* The core's own refusal of emulation under RNGSNAP_NO_EMULATION, for
+ * every plugin (the built-in ones already turn emulate_devices off; a
+ * third-party one may not): 1 with the reason in buf when b's plugin
+ * says its n devices are emulated. */
+static int emulation_refused(rs_backend *b, int n, char *buf, size_t len)
+{
+    if (!no_emulation_env() || !RNGSNAP_BACKEND_HAS(b->vt, emulated))
+        return 0;
+    RS_TRACE(b, "emulated", NULL);
+    if (!b->vt->emulated(b->bctx))
+        return 0;
+    const char *st = NULL;
+    if (RNGSNAP_BACKEND_HAS(b->vt, status)) {
+        RS_TRACE(b, "status", NULL);
+        st = b->vt->status(b->bctx);
+    }
+    snprintf(buf, len, "the plugin emulates its %d device%s%s%s%s; "
+             "emulation ignored (RNGSNAP_NO_EMULATION is set)", n,
+             n == 1 ? "" : "s", st && *st ? " (" : "", st && *st ? st : "",
+             st && *st ? ")" : "");
+    return 1;
 }
 
 /* Load, open and probe one backend. */
@@ -169,17 +221,25 @@ static int open_backend(struct rngsnap *ctx, rs_backend *b,
     rs_host_init(b);
     void *bctx = NULL;
     unsigned long mark = rs_error_mark();
+    RS_TRACE(b, "open", NULL);
     rc = b->vt->open(&b->host, &bctx);
     if (rc)
         return rs_plugin_rc(ctx, b, rc, "open", mark);
     b->bctx = bctx;
 
     const char *reason = NULL;
+    RS_TRACE(b, "device_count", NULL);
     int n = b->vt->device_count(bctx, &reason);
     if (n < 0 || n > RS_DEVICES_MAX)
         return rs_error(ctx, RNGSNAP_E_BACKEND, "backend %s (%s): "
                         "device_count returned %d", b->name, b->plugin_path,
                         n);
+    char refused[512];
+    if (n > 0 && emulation_refused(b, n, refused, sizeof refused)) {
+        n = 0; /* as the built-ins do: no emulated device, and why */
+        reason = refused;
+        b->emulation_refused = 1;
+    }
     b->device_count = n;
     b->available = n > 0;
     if (n > 0)
@@ -230,10 +290,12 @@ int rngsnap_open(rngsnap **out, const char *ini_path, unsigned flags)
     ctx->flags = flags;
     ctx->awaiting_load = (flags & RNGSNAP_RESUME) ? 1 : 0;
     ctx->loaded = 0;
-    ctx->log_level = -1;
+    ctx->log_level = RS_LOG_UNSET;
 
     rs_config cfg;
     int rc = rs_config_load(ctx, ini_path, &cfg);
+    /* Once per context: draws test this field, never the environment. */
+    ctx->trace = rs_log_level(ctx) >= RNGSNAP_LOG_DEBUG;
     if (!rc)
         rc = rank_from_env(ctx);
     for (size_t i = 0; !rc && i < ctx->nbackends; i++)
@@ -263,8 +325,10 @@ void rngsnap_close(rngsnap *ctx)
      * nothing points into a plugin when it is unloaded. */
     for (size_t i = ctx->nbackends; i-- > 0;) {
         rs_backend *b = &ctx->backends[i];
-        if (b->vt && b->bctx)
+        if (b->vt && b->bctx) {
+            RS_TRACE(b, "close", NULL);
             b->vt->close(b->bctx);
+        }
         b->bctx = NULL;
         rs_plugin_unload(b);
         rs_backend_free_config(b);

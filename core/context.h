@@ -19,6 +19,9 @@
 
 #define RS_ERRMSG_MAX 2048
 
+/* ctx->log_level when rng.ini has no `log` key (prints as "none"). */
+#define RS_LOG_UNSET (-3)
+
 /* One "key = value" of a [backend.X] section handed to the plugin. */
 typedef struct rs_option {
     char *key;
@@ -48,6 +51,9 @@ typedef struct rs_backend {
     int available;
     int skipped;
     char *reason;        /* why unavailable / skipped                  */
+    char *near_path;     /* plugin not found: the near-miss file there  */
+    int emulation_refused; /* RNGSNAP_NO_EMULATION: its emulated devices
+                              were refused (0 devices, not "emulated") */
 } rs_backend;
 
 /* One registry entry: (backend, device, stream).  `busy` is the entry's
@@ -101,7 +107,10 @@ struct rngsnap {
     atomic_int loaded;   /* a load has succeeded                        */
     atomic_int seeded;   /* a seed_all has succeeded: with `loaded`, what
                             lets draws through (rs_seed_gate)          */
-    int log_level;       /* rng.ini `log` (-1 unset); RNGSNAP_LOG wins  */
+    int log_level;       /* rng.ini `log` (RS_LOG_UNSET: no key);
+                            RNGSNAP_LOG wins                          */
+    int trace;           /* log level is debug: log each plugin call
+                            before it is made (trace.c), read once      */
     rs_lang lang;        /* how messages spell the API (words.h)        */
     /* Id of the multi-rank checkpoint a fork in this job's history
      * started from (all zero: none); recorded by every save_ranks. */

@@ -101,6 +101,7 @@ static int draw_at_locked(rngsnap_stream *s, rngsnap_philox *at,
 {
     const rngsnap_backend *vt = s->backend->vt;
     uint8_t saved[RNGSNAP_STATE_PHILOX_SIZE], want[RNGSNAP_STATE_PHILOX_SIZE];
+    RS_TRACE(s->backend, "get_state", s);
     int rc = vt->get_state(s->handle, saved, sizeof saved);
     if (rc) {
         *call = "get_state";
@@ -109,16 +110,23 @@ static int draw_at_locked(rngsnap_stream *s, rngsnap_philox *at,
     put64(want, at->seed);
     put64(want + 8, at->subsequence);
     put64(want + 16, at->offset);
+    RS_TRACE(s->backend, "set_state", s);
     if ((rc = vt->set_state(s->handle, want, sizeof want))) {
         *call = "set_state";
-    } else if ((rc = vt->generate(s->handle, dist, out, n))) {
-        *call = "generate";
-    } else if ((rc = vt->get_state(s->handle, want, sizeof want))) {
-        *call = "get_state";
-    } else {
-        at->offset = get64(want + 16);
+        goto put_back;
     }
-    /* Put s back whatever happened above. */
+    RS_TRACE(s->backend, "generate", s);
+    if ((rc = vt->generate(s->handle, dist, out, n))) {
+        *call = "generate";
+        goto put_back;
+    }
+    RS_TRACE(s->backend, "get_state", s);
+    if ((rc = vt->get_state(s->handle, want, sizeof want)))
+        *call = "get_state";
+    else
+        at->offset = get64(want + 16);
+put_back: /* put s back whatever happened above */
+    RS_TRACE(s->backend, "set_state", s);
     int rc2 = vt->set_state(s->handle, saved, sizeof saved);
     if (rc2 && !rc) {
         *call = "set_state (restoring the stream)";

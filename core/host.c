@@ -1,6 +1,7 @@
 /*
  * host.c - the services table (rngsnap_host) each plugin receives: its own
- * rng.ini options, error reporting into the context's message, logging.
+ * rng.ini options, error reporting into the context's message, logging,
+ * the Philox engine.
  *
  * Log lines go to stderr when their level is at most the effective level:
  * environment variable RNGSNAP_LOG (none|error|warn|info|debug or -1..3)
@@ -63,6 +64,20 @@ void rs_log(const struct rngsnap *ctx, int level, const char *fmt, ...)
     va_start(ap, fmt);
     vlog(ctx, NULL, level, fmt, ap);
     va_end(ap);
+}
+
+void rs_warn_default(const struct rngsnap *ctx, const char *fmt, ...)
+{
+    int unset = rs_log_level_parse(getenv("RNGSNAP_LOG")) == -2
+                && (!ctx || ctx->log_level == RS_LOG_UNSET);
+    if (!unset && rs_log_level(ctx) < RNGSNAP_LOG_WARN)
+        return;
+    char line[2048];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "rngsnap warn: %s\n", line);
 }
 
 /* ---- the services ------------------------------------------------------ */
@@ -143,4 +158,5 @@ void rs_host_init(rs_backend *b)
     h->error = host_error;
     h->log = host_log;
     h->core = b;
+    h->philox_generate = rngsnap_philox_generate; /* engine.c */
 }

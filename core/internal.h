@@ -57,6 +57,28 @@ void rs_log(const struct rngsnap *ctx, int level, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)))
 #endif
     ;
+/* A warning shown at the default level too (neither RNGSNAP_LOG nor
+ * `log` set), for an rng.ini mistake that would otherwise change the job
+ * without a word (docs/rng-ini.md, `log`); an explicit level below warn
+ * (none, error) hides it. */
+void rs_warn_default(const struct rngsnap *ctx, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+
+/* ---- trace.c ---- */
+
+/* Log "plugin call: BACKEND CALL [on ENTRY] (PLUGIN)" at debug, before
+ * the call (s may be NULL for a backend-wide call).  Call it through
+ * RS_TRACE, which tests the level read once at open. */
+void rs_trace_call(const rs_backend *b, const char *call,
+                   const struct rngsnap_stream *s);
+#define RS_TRACE(b, call, s)                                    \
+    do {                                                        \
+        if (__builtin_expect((b)->ctx->trace, 0))               \
+            rs_trace_call((b), (call), (s));                    \
+    } while (0)
 
 /* ---- registry.c ---- */
 

@@ -222,7 +222,7 @@ static int candidates(const struct rngsnap *ctx, const rs_backend *b,
                 if (ok) {
                     memcpy(dir, s, len);
                     dir[len] = '\0';
-                    char *adir = rs_path_join(cwd, dir);
+                    char *adir = rs_plugin_dir_item(cwd, dir);
                     free(dir);
                     ok = adir && paths_add(out, rs_path_join(adir, fname));
                     free(adir);
@@ -379,19 +379,25 @@ static int find_plugin(struct rngsnap *ctx, rs_backend *b,
     if (!found) {
         /* The way out too: the file that is there, where else to look
          * (an optional backend's skip reason is this message). */
-        char near[RS_NEAR_MAX + 32], elsewhere[1024];
-        rs_plugin_suggest(b, tried.v, tried.n, near, sizeof near);
+        char near[RS_NEAR_MAX + 32], elsewhere[2048], near_path[4096];
+        rs_plugin_suggest(b, tried.v, tried.n, near, sizeof near, near_path,
+                          sizeof near_path);
+        free(b->near_path);
+        b->near_path = near_path[0] ? rs_strdup(near_path) : NULL;
+        char folders[4096];
+        rs_plugin_folders_note(b, tried.v, tried.n, origin, folders,
+                               sizeof folders);
         rs_plugin_elsewhere(ctx, b, cfg, origin, elsewhere,
                             sizeof elsewhere);
         *missing = !err;
         b->plugin_path = join_paths(&tried);
         rc = rs_error(ctx, RNGSNAP_E_PLUGIN, "plugin '%s' for [backend.%s] "
-                      "(%s:%d) not found%s; tried (%s): %s%s%s%s", b->plugin,
-                      b->name, ctx->ini_path, b->section_line, near,
-                      rs_origin_words[origin],
+                      "(%s:%d) not found%s; tried (%s): %s%s%s%s%s",
+                      b->plugin, b->name, ctx->ini_path, b->section_line,
+                      near, rs_origin_words[origin],
                       b->plugin_path ? b->plugin_path : "?",
                       err ? "; a folder could not be searched: " : "",
-                      err ? strerror(err) : "", elsewhere);
+                      err ? strerror(err) : "", folders, elsewhere);
     } else if (!S_ISREG(st.st_mode)) {
         b->plugin_path = rs_strdup(found);
         rc = rs_error(ctx, RNGSNAP_E_PLUGIN, "plugin %s for [backend.%s] "

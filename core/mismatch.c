@@ -59,8 +59,12 @@ static void device_origin(const struct rngsnap *ctx, const rs_backend *b,
                           char *buf, size_t len)
 {
     const rngsnap_backend *vt = b->vt;
+    if (RNGSNAP_BACKEND_HAS(vt, status))
+        RS_TRACE(b, "status", NULL);
     const char *status = RNGSNAP_BACKEND_HAS(vt, status)
                              ? vt->status(b->bctx) : NULL;
+    if (RNGSNAP_BACKEND_HAS(vt, emulated))
+        RS_TRACE(b, "emulated", NULL);
     if (RNGSNAP_BACKEND_HAS(vt, emulated) && vt->emulated(b->bctx)) {
         for (size_t i = 0; i < b->noptions; i++)
             if (strcmp(b->options[i].key, "emulate_devices") == 0) {

@@ -21,11 +21,11 @@ typedef enum rs_plugin_origin {
 
 /* " (did you mean 'rngsnap_cuda'?)" into buf when a *.so file in the
  * folders of tried[0..n) is a near miss (rs_near_miss) of b's plugin
- * value, else "".  A file rngsnap_Y.so is the plugin of backend Y and
+ * value, and that file's path into path; else "" into both.  A file rngsnap_Y.so is the plugin of backend Y and
  * is never offered for another backend: the core would refuse it by
  * its name ("hpu" missing is not a typo of the cpu plugin next to it). */
 void rs_plugin_suggest(const rs_backend *b, char *const *tried, size_t n,
-                       char *buf, size_t len);
+                       char *buf, size_t len, char *path, size_t pathlen);
 
 /* "; to search other folders, ..." into buf: the keys and variables
  * that choose the folders for this origin (RNGSNAP_PLUGIN_PATH only
@@ -33,5 +33,13 @@ void rs_plugin_suggest(const rs_backend *b, char *const *tried, size_t n,
 void rs_plugin_elsewhere(const struct rngsnap *ctx, const rs_backend *b,
                          const rs_config *cfg, rs_plugin_origin origin,
                          char *buf, size_t len);
+
+/* What the folders searched say: "; folder X does not exist" for each
+ * missing one, and, when a built-in plugin (or a file of the built-in
+ * folder) was looked for in folders that leave the built-in one out,
+ * where that folder is and how to keep it (@builtin).  "" when neither. */
+void rs_plugin_folders_note(const rs_backend *b, char *const *tried,
+                            size_t n, rs_plugin_origin origin, char *buf,
+                            size_t len);
 
 #endif /* RNGSNAP_CORE_PLUGIN_HINT_H */

@@ -82,6 +82,7 @@ int rs_registry_build(struct rngsnap *ctx)
                 s->device = d;
                 s->name = b->streams[k];
                 unsigned long mark = rs_error_mark();
+                RS_TRACE(b, "stream_open", s);
                 int rc = b->vt->stream_open(b->bctx, d, s->name, &s->handle);
                 if (rc) {
                     char call[600];
@@ -100,8 +101,10 @@ void rs_registry_free(struct rngsnap *ctx)
 {
     for (size_t i = ctx->nstreams; i-- > 0;) {
         struct rngsnap_stream *s = &ctx->streams[i];
-        if (s->handle)
+        if (s->handle) {
+            RS_TRACE(s->backend, "stream_close", s);
             s->backend->vt->stream_close(s->handle);
+        }
     }
     free(ctx->streams);
     ctx->streams = NULL;
@@ -156,6 +159,7 @@ rngsnap_memory rngsnap_stream_memory(const rngsnap_stream *s)
 {
     if (!s || !RNGSNAP_BACKEND_HAS(s->backend->vt, memory))
         return RNGSNAP_MEMORY_HOST;
+    RS_TRACE(s->backend, "memory", s);
     return s->backend->vt->memory(s->handle);
 }
 
@@ -333,6 +337,7 @@ int rngsnap_generate(rngsnap_stream *s, rngsnap_dist dist, void *out,
     unsigned long mark = rs_error_mark();
     rs_stream_lock(s);
     atomic_store_explicit(&s->drawn, 1, memory_order_relaxed);
+    RS_TRACE(s->backend, "generate", s);
     rc = s->backend->vt->generate(s->handle, dist, out, n);
     rs_stream_unlock(s);
     return rc ? call_failed(s, rc, "generate", mark) : RNGSNAP_OK;
@@ -373,6 +378,7 @@ int rngsnap_reserve(rngsnap_stream *s, uint64_t n, rngsnap_philox *at)
     rs_stream_lock(s);
     if (n) /* 0 only reports the position */
         atomic_store_explicit(&s->drawn, 1, memory_order_relaxed);
+    RS_TRACE(s->backend, "reserve", s);
     rc = s->backend->vt->reserve(s->handle, n, at);
     rs_stream_unlock(s);
     return rc ? call_failed(s, rc, "reserve", mark) : RNGSNAP_OK;
@@ -393,6 +399,7 @@ int rngsnap_stream_position(rngsnap_stream *s, rngsnap_philox *at)
                         s->backend->name, s->backend->plugin_path);
     unsigned long mark = rs_error_mark();
     rs_stream_lock(s);
+    RS_TRACE(s->backend, "reserve(0)", s);
     int rc = s->backend->vt->reserve(s->handle, 0, at);
     rs_stream_unlock(s);
     return rc ? call_failed(s, rc, "reserve(0)", mark) : RNGSNAP_OK;
@@ -416,14 +423,19 @@ int rngsnap_backend_get(const rngsnap *ctx, size_t i,
     out->name = b->name;
     out->plugin_path = b->plugin_path;
     out->version = vt ? vt->version : NULL;
-    out->status = vt && b->bctx && RNGSNAP_BACKEND_HAS(vt, status)
-                      ? vt->status(b->bctx) : NULL;
+    int st = vt && b->bctx && RNGSNAP_BACKEND_HAS(vt, status);
+    if (st)
+        RS_TRACE(b, "status", NULL);
+    out->status = st ? vt->status(b->bctx) : NULL;
     out->reason = b->reason;
     out->required = b->required;
     out->available = b->available;
     out->skipped = b->skipped;
-    out->emulated = vt && b->bctx && RNGSNAP_BACKEND_HAS(vt, emulated)
-                        ? vt->emulated(b->bctx) != 0 : 0;
+    int em = vt && b->bctx && RNGSNAP_BACKEND_HAS(vt, emulated)
+             && !b->emulation_refused; /* nothing emulated is in use */
+    if (em)
+        RS_TRACE(b, "emulated", NULL);
+    out->emulated = em ? vt->emulated(b->bctx) != 0 : 0;
     out->device_count = b->device_count;
     out->stream_names = b->nstreams;
     return RNGSNAP_OK;
@@ -437,6 +449,7 @@ const char *rngsnap_backend_device_name(const rngsnap *ctx, size_t backend,
     const rs_backend *b = &ctx->backends[backend];
     if (!b->vt || !b->bctx || device < 0 || device >= b->device_count)
         return NULL;
+    RS_TRACE(b, "device_name", NULL);
     return b->vt->device_name(b->bctx, device);
 }
 

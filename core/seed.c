@@ -121,6 +121,7 @@ static int seed_streams(struct rngsnap *ctx, const uint64_t *seeds,
         struct rngsnap_stream *s = &ctx->streams[k];
         size_t sz = s->backend->vt->state_size;
         unsigned long mark = rs_error_mark();
+        RS_TRACE(s->backend, "get_state (backup)", s);
         int prc = s->backend->vt->get_state(s->handle, saved + off, sz);
         if (prc) {
             snprintf(la, sizeof la, "get_state of %s",
@@ -132,6 +133,7 @@ static int seed_streams(struct rngsnap *ctx, const uint64_t *seeds,
     for (size_t k = 0; k < n; k++) {
         struct rngsnap_stream *s = &ctx->streams[k];
         unsigned long mark = rs_error_mark();
+        RS_TRACE(s->backend, "seed", s);
         int prc = s->backend->vt->seed(s->handle, seeds[k],
                                        (uint64_t)ctx->rank);
         if (!prc)
@@ -147,6 +149,7 @@ static int seed_streams(struct rngsnap *ctx, const uint64_t *seeds,
         for (size_t r = 0; r <= k; r++) {
             struct rngsnap_stream *t = &ctx->streams[r];
             size_t sz = t->backend->vt->state_size;
+            RS_TRACE(t->backend, "set_state (rollback)", t);
             t->backend->vt->set_state(t->handle, saved + back, sz);
             back += sz;
         }

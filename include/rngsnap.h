@@ -330,6 +330,28 @@ RNGSNAP_API int rngsnap_derive(rngsnap_stream *s, uint64_t k0, uint64_t k1,
 RNGSNAP_API int rngsnap_generate_at(rngsnap_stream *s, rngsnap_philox *at,
                                     rngsnap_dist dist, void *out, size_t n);
 
+/* The engine of the built-in backends, for apps and out-of-tree plugins
+ * (docs/engine.md, "The engine for every backend"): fill out[0..n) (host
+ * memory) with n values of dist drawn from the Philox4x32-10 position
+ * *at (curand_init terms) and advance at->offset by the words used,
+ * rngsnap_dist_words(dist, n): the same bits as the cpu backend from the
+ * same position, cuRAND-exact for the RNGSNAP_CURAND_* dists, on the
+ * best SIMD path of this processor (RNGSNAP_PHILOX_ISA forces one).  The
+ * position is the whole state: an odd count of normals drops the last
+ * pair's second value (no spare is kept anywhere), so drawing in pieces
+ * equals one draw when every piece but the last has an even count of
+ * normals.  Thread-safe (no shared state but the ISA choice, made once).
+ * Returns RNGSNAP_OK; RNGSNAP_E_INVALID (at NULL, unknown dist, out NULL
+ * with n > 0, or the 64-bit offset would wrap), *at then unchanged;
+ * RNGSNAP_E_CONFIG when RNGSNAP_PHILOX_ISA names a path that is unknown
+ * or that this processor lacks.  Plugins get the same function as
+ * rngsnap_host.philox_generate (docs/plugin-guide.md). */
+RNGSNAP_API int rngsnap_philox_generate(rngsnap_philox *at, rngsnap_dist dist,
+                                        void *out, size_t n);
+/* Words of the stream that n values of dist use (what the two functions
+ * above add to the offset); 0 for an unknown dist. */
+RNGSNAP_API uint64_t rngsnap_dist_words(rngsnap_dist dist, size_t n);
+
 /* Size in bytes of one value of dist, and words of the stream it uses. */
 RNGSNAP_API size_t rngsnap_dist_size(rngsnap_dist dist);
 RNGSNAP_API const char *rngsnap_dist_name(rngsnap_dist dist);

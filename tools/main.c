@@ -24,6 +24,8 @@ static const cli_command commands[] = {
      cmd_demo, 0},
     {"ledger", "compare two runs' divergence ledgers: where they part",
      cmd_ledger, 0},
+    {"plugin-check", "check that a backend plugin resumes bit for bit "
+     "(conformance)", cmd_plugin_check, 0},
     {"help", "help on a command: rngsnap help COMMAND", cmd_help, 0},
     /* The child process of demo (fork+exec of this program). */
     {"__demo-job", "", cmd_demo_job, 1},
@@ -41,7 +43,7 @@ static void usage(FILE *to)
         "Commands:\n");
     for (size_t i = 0; i < NCOMMANDS; i++)
         if (!commands[i].hidden)
-            fprintf(to, "  %-10s %s\n", commands[i].name, commands[i].summary);
+            fprintf(to, "  %-12s %s\n", commands[i].name, commands[i].summary);
     fprintf(to,
         "\n"
         "Options:\n"

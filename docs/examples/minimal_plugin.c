@@ -3,29 +3,31 @@
  * tree against the installed headers (see docs/plugin-guide.md):
  *
  *   cc -shared -fPIC -fvisibility=hidden -Wl,--no-undefined \
- *      -o rngsnap_minimal.so minimal_plugin.c \
- *      $(pkg-config --cflags rngsnap) -lm
+ *      -o rngsnap_minimal.so minimal_plugin.c $(pkg-config --cflags rngsnap)
  *
- * Backend "minimal": a SplitMix64 generator with its own 8-byte state
- * format (not Philox), one or more devices in host memory.  rng.ini:
+ * Backend "minimal": one or more devices in host memory whose streams are
+ * Philox4x32-10 positions (seed, subsequence, offset), filled by the
+ * library's own engine (host->philox_generate).  So it draws the cpu
+ * backend's bits, every distribution included (the cuRAND-exact ones
+ * too), at the engine's SIMD speed; and because it declares the built-in
+ * state format and a reserve member, the core gives it rngsnap_reserve,
+ * keyed streams (rngsnap_derive, rngsnap_generate_at) and `rngsnap
+ * diff`'s "N words apart", with no change to the core.  rng.ini:
  *
  *   [backend.minimal]
  *   plugin = rngsnap_minimal
  *   streams = default, noise
  *   devices = 2            ; this plugin's own option (default 1)
  *
- * It never links against librngsnap: everything it needs from the core
- * comes through the rngsnap_host table handed to open().
+ * It never links against librngsnap: everything it needs from the core,
+ * the engine included, comes through the rngsnap_host table handed to
+ * open() (docs/plugin-guide.md, "ABI rules", says why).
  */
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <rngsnap/backend.h>
-
-#define MINIMAL_STATE_FORMAT 0x314e494du /* "MIN1" little-endian */
-#define MINIMAL_STATE_SIZE 8u
 
 typedef struct minimal_ctx {
     const rngsnap_host *host;
@@ -33,30 +35,13 @@ typedef struct minimal_ctx {
     char names[8][24];
 } minimal_ctx;
 
+/* The whole state of a stream is its position: nothing is cached
+ * between calls (no spare normal, no buffered words), so the 24 bytes of
+ * get_state are everything a resume needs. */
 typedef struct minimal_stream {
-    uint64_t x; /* SplitMix64 state: the whole checkpointed state */
-    const rngsnap_host *host; /* for error messages (not state) */
+    rngsnap_philox pos;       /* the next word to draw */
+    const rngsnap_host *host; /* for the engine and messages (not state) */
 } minimal_stream;
-
-static uint64_t next64(minimal_stream *s)
-{
-    uint64_t z = (s->x += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
-static double uniform01(minimal_stream *s)
-{
-    return (double)(next64(s) >> 11) * 0x1.0p-53;
-}
-
-/* Box-Muller, one value per call (the sine half is dropped: simple). */
-static double normal(minimal_stream *s)
-{
-    double u1 = 1.0 - uniform01(s), u2 = uniform01(s);
-    return sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2);
-}
 
 /* This plugin's own rng.ini keys.  Listed in the table (option_keys), so
  * the core refuses any other key of the section before open(), with a
@@ -102,6 +87,14 @@ static int m_open(const rngsnap_host *host, void **bctx)
     int rc = m_check_keys(host);
     if (rc != RNGSNAP_OK)
         return rc;
+    /* The engine is a member appended to the host table: a core older
+     * than it has none, and this plugin cannot draw there. */
+    if (!RNGSNAP_HOST_HAS(host, philox_generate)) {
+        host->error(host, "this rngsnap core has no Philox engine in its "
+                    "host table (rngsnap_host.philox_generate); install "
+                    "rngsnap %s or later", RNGSNAP_VERSION_STRING);
+        return RNGSNAP_E_PLUGIN;
+    }
     minimal_ctx *c = calloc(1, sizeof *c);
     if (!c) {
         host->error(host, "out of memory");
@@ -168,77 +161,83 @@ static void m_stream_close(void *stream)
     free(stream);
 }
 
+/* The start of Philox stream (seed, subsequence): what the core derived
+ * for this (rank, backend, device, stream name). */
 static int m_seed(void *stream, uint64_t seed, uint64_t subsequence)
 {
     minimal_stream *s = stream;
-    s->x = seed ^ (subsequence * 0xd1b54a32d192ed03ull);
+    s->pos.seed = seed;
+    s->pos.subsequence = subsequence;
+    s->pos.offset = 0;
     return RNGSNAP_OK;
 }
 
 static int m_get_state(void *stream, void *buf, size_t len)
 {
     minimal_stream *s = stream;
-    unsigned char *b = buf;
-    if (len != MINIMAL_STATE_SIZE)
+    if (len != RNGSNAP_STATE_PHILOX_SIZE)
         return RNGSNAP_E_INVALID;
-    for (int i = 0; i < 8; i++) /* little-endian on every machine */
-        b[i] = (unsigned char)(s->x >> (8 * i));
+    rngsnap_philox_state_put(&s->pos, buf); /* little-endian everywhere */
     return RNGSNAP_OK;
 }
 
 static int m_set_state(void *stream, const void *buf, size_t len)
 {
     minimal_stream *s = stream;
-    const unsigned char *b = buf;
-    uint64_t x = 0;
-    if (len != MINIMAL_STATE_SIZE)
+    if (len != RNGSNAP_STATE_PHILOX_SIZE)
         return RNGSNAP_E_INVALID;
-    for (int i = 0; i < 8; i++)
-        x |= (uint64_t)b[i] << (8 * i);
-    s->x = x;
+    rngsnap_philox_state_get(buf, &s->pos); /* every position is valid */
     return RNGSNAP_OK;
 }
 
+/* Every distribution the core knows, those appended after this plugin
+ * was built included: the engine is the core's own.  It advances the
+ * position by the words used (an odd count of normals: the last pair's
+ * second value is dropped, docs/engine.md) and leaves it unchanged on
+ * error. */
 static int m_generate(void *stream, rngsnap_dist dist, void *out, size_t n)
 {
     minimal_stream *s = stream;
-    for (size_t i = 0; i < n; i++) {
-        switch (dist) {
-        case RNGSNAP_U32: ((uint32_t *)out)[i] = (uint32_t)(next64(s) >> 32); break;
-        case RNGSNAP_U64: ((uint64_t *)out)[i] = next64(s); break;
-        case RNGSNAP_F32: ((float *)out)[i] = (float)(next64(s) >> 40) * 0x1.0p-24f; break;
-        case RNGSNAP_F64: ((double *)out)[i] = uniform01(s); break;
-        case RNGSNAP_NORMAL_F32: ((float *)out)[i] = (float)normal(s); break;
-        case RNGSNAP_NORMAL_F64: ((double *)out)[i] = normal(s); break;
-        default:
-            /* rngsnap_dist grows (values are appended, as the
-             * RNGSNAP_CURAND_* ones were): refuse what this plugin does
-             * not draw, in words (docs/plugin-guide.md). */
-            s->host->error(s->host, "distribution %d is not supported by "
-                           "this backend (it draws u32, u64, f32, f64, "
-                           "normal_f32 and normal_f64)", (int)dist);
-            return RNGSNAP_E_UNAVAILABLE;
-        }
+    int rc = s->host->philox_generate(&s->pos, dist, out, n);
+    if (rc != RNGSNAP_OK)
+        s->host->error(s->host, "the Philox engine refused %zu values of "
+                       "distribution %d at offset %llu (code %d)", n,
+                       (int)dist, (unsigned long long)s->pos.offset, rc);
+    return rc;
+}
+
+/* Hand the next n words to the app's own kernels: the position of the
+ * first, then skip them (n = 0 only reports the position). */
+static int m_reserve(void *stream, uint64_t n, rngsnap_philox *at)
+{
+    minimal_stream *s = stream;
+    if (n > UINT64_MAX - s->pos.offset) {
+        s->host->error(s->host, "reserve of %llu words would wrap the "
+                       "64-bit offset", (unsigned long long)n);
+        return RNGSNAP_E_INVALID;
     }
+    if (at)
+        *at = s->pos;
+    s->pos.offset += n;
     return RNGSNAP_OK;
 }
 
 static const char *m_status(void *bctx)
 {
     (void)bctx;
-    return "SplitMix64 in host memory (example plugin)";
+    return "Philox4x32-10 in host memory, rngsnap's engine (example plugin)";
 }
 
-/* Optional members left NULL: reserve (no Philox position to hand out),
- * memory (host), validate_state (any 8 bytes are a valid state),
- * emulated (these are not emulations of a device). */
+/* Optional members left NULL: memory (host), validate_state (every 24
+ * bytes are a valid position), emulated (these are not emulations of a
+ * device). */
 static const rngsnap_backend minimal_backend = {
     .abi_version = RNGSNAP_BACKEND_ABI_VERSION,
     .struct_size = sizeof(rngsnap_backend),
     .name = "minimal",
-    .version = "1.0.0",
-    .state_format = MINIMAL_STATE_FORMAT,
-    .state_size = MINIMAL_STATE_SIZE,
+    .version = "2.0.0",
+    .state_format = RNGSNAP_STATE_PHILOX4X32_10, /* the core reads it */
+    .state_size = RNGSNAP_STATE_PHILOX_SIZE,
     .open = m_open,
     .close = m_close,
     .device_count = m_device_count,
@@ -249,6 +248,7 @@ static const rngsnap_backend minimal_backend = {
     .get_state = m_get_state,
     .set_state = m_set_state,
     .generate = m_generate,
+    .reserve = m_reserve,
     .status = m_status,
     .option_keys = minimal_option_keys,
 };

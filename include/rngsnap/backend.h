@@ -9,7 +9,9 @@
  * optional member as "not supported".
  *
  * Plugins never link against the core: everything they need from it comes
- * through the rngsnap_host table handed to open().
+ * through the rngsnap_host table handed to open(), the Philox engine
+ * included (host->philox_generate is rngsnap_philox_generate of the core
+ * that loaded the plugin; docs/plugin-guide.md says why).
  */
 #ifndef RNGSNAP_BACKEND_H
 #define RNGSNAP_BACKEND_H
@@ -86,6 +88,19 @@ typedef struct rngsnap_host {
         ;
 
     void *core; /* opaque to plugins */
+
+    /* ---- appended members: test RNGSNAP_HOST_HAS(host, m) first ---- */
+
+    /* The built-in Philox4x32-10 engine: rngsnap_philox_generate of this
+     * core (rngsnap.h, docs/engine.md).  Fill out[0..n) (host memory)
+     * with dist from position *at and advance at->offset by the words
+     * used: the cpu backend's bits, cuRAND-exact for RNGSNAP_CURAND_*,
+     * on the best SIMD path.  Any thread, no lock.  A plugin that keeps
+     * its streams as positions and declares RNGSNAP_STATE_PHILOX4X32_10
+     * gets reserve, keyed streams and `rngsnap diff`'s "N words apart"
+     * from the core as the built-in plugins do. */
+    int (*philox_generate)(rngsnap_philox *at, rngsnap_dist dist, void *out,
+                           size_t n);
 } rngsnap_host;
 
 /*
@@ -164,9 +179,36 @@ typedef const rngsnap_backend *(*rngsnap_backend_entry_fn)(void);
 #define RNGSNAP_BACKEND_ENTRY "rngsnap_backend_v1"
 
 /* State format shared by the built-in Philox plugins: 24 bytes, three
- * little-endian uint64 (seed, subsequence, offset). */
+ * little-endian uint64 (seed, subsequence, offset).  A plugin of its own
+ * that keeps Philox positions declares the same id and size (and a
+ * reserve member): the core then treats its streams as it does the
+ * built-in ones (rngsnap_reserve, rngsnap_derive, rngsnap_generate_at,
+ * `rngsnap diff`'s "N words apart", checkpoints loadable across them). */
 #define RNGSNAP_STATE_PHILOX4X32_10 0x31584850u /* "PHX1" */
 #define RNGSNAP_STATE_PHILOX_SIZE 24u
+
+/* The 24 bytes of RNGSNAP_STATE_PHILOX4X32_10 from / to a position, in
+ * the same byte order on every machine (header-only: nothing to link). */
+static inline void rngsnap_philox_state_put(const rngsnap_philox *at,
+                                            void *buf24)
+{
+    unsigned char *b = (unsigned char *)buf24;
+    const uint64_t v[3] = {at->seed, at->subsequence, at->offset};
+    for (int i = 0; i < 24; i++)
+        b[i] = (unsigned char)(v[i / 8] >> (8 * (i % 8)));
+}
+
+static inline void rngsnap_philox_state_get(const void *buf24,
+                                            rngsnap_philox *at)
+{
+    const unsigned char *b = (const unsigned char *)buf24;
+    uint64_t v[3] = {0, 0, 0};
+    for (int i = 23; i >= 0; i--)
+        v[i / 8] = v[i / 8] << 8 | b[i];
+    at->seed = v[0];
+    at->subsequence = v[1];
+    at->offset = v[2];
+}
 
 #if defined(__GNUC__)
 #define RNGSNAP_PLUGIN_EXPORT __attribute__((visibility("default")))

@@ -268,12 +268,13 @@ static int dk_generate(void *stream, rngsnap_dist dist, void *out, size_t n)
 {
     dk_stream *s = stream;
     dk_ctx *c = s->ps.bctx;
-    if (!dk_on_device(c))
-        return philox_stream_generate(stream, dist, out, n);
+    /* Emulated too: a refused value is reported (rngsnap plugin-check). */
     if ((unsigned)dist >= RNGSNAP_DIST_COUNT) {
         c->host->error(c->host, "unknown distribution %d", (int)dist);
         return RNGSNAP_E_INVALID;
     }
+    if (!dk_on_device(c))
+        return philox_stream_generate(stream, dist, out, n);
     if (n == 0)
         return RNGSNAP_OK;
     if (out == NULL) {

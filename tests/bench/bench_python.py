@@ -35,6 +35,11 @@ import time
 import numpy as np
 import torch
 
+try:  # accelerate's own loader: weights_only=True plus its NumPy safe globals
+    from accelerate.utils import load as torch_load
+except ImportError:  # no accelerate (Debian's torch 1.13): plain torch.load
+    torch_load = torch.load
+
 import rngsnap
 import rngsnap.torch
 
@@ -86,7 +91,7 @@ class TorchSave:
                     "torch_manual_seed": torch.get_rng_state()}, path)
 
     def load(self, path):
-        states = torch.load(path)
+        states = torch_load(path)
         random.setstate(states["random_state"])
         np.random.set_state(states["numpy_random_seed"])
         torch.set_rng_state(states["torch_manual_seed"])

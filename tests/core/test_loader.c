@@ -66,17 +66,38 @@ static void test_broken_plugins(void **state)
     }
 }
 
-/* The not-found message of [backend.hpu] at line 4 of the ini below. */
+/* What a not-found message says of a built-in plugin (value, e.g.
+ * "rngsnap_hpu") looked for in folders that leave the built-in folder out
+ * (issue 23): where that folder is, and @builtin.  Whether the file is
+ * there depends on this machine's installation, so ask it too. */
+static const char *builtin_note(const char *value, const char *key)
+{
+    static char s[4096];
+    char there[4096];
+    snprintf(there, sizeof there, "%s/%s.so", RNGSNAP_PLUGIN_DIR, value);
+    snprintf(s, sizeof s, "; %s is %s %s (pkg-config --variable=plugindir "
+             "rngsnap), a folder %s leaves out: add @builtin to %s to "
+             "search it too", value,
+             access(there, F_OK) == 0 ? "in the built-in plugin folder"
+                                      : "a built-in plugin, installed in",
+             RNGSNAP_PLUGIN_DIR, key, key);
+    return s;
+}
+
+/* The not-found message of [backend.hpu] at line 4 of the ini below:
+ * the missing folders are named as such (issue 23). */
 static const char *missing_hpu_message(void)
 {
     static char want[16384];
     snprintf(want, sizeof want, "plugin 'rngsnap_hpu' for [backend.hpu] "
              "(%s:4) not found; tried (folders from plugin_dir): "
              "/no/a/rngsnap_hpu.so, /no/b/rngsnap_hpu.so, "
-             "%s/rngsnap_hpu.so; to search other folders, change "
+             "%s/rngsnap_hpu.so; folder /no/a does not exist; folder /no/b "
+             "does not exist%s; to search other folders, change "
              "plugin_dir in [rngsnap] (%s:2) or set RNGSNAP_PLUGIN_PATH "
              "(folders separated by ':', searched instead)",
-             pf_path("rng.ini"), th_plugin_dir(), pf_path("rng.ini"));
+             pf_path("rng.ini"), th_plugin_dir(),
+             builtin_note("rngsnap_hpu", "plugin_dir"), pf_path("rng.ini"));
     return want;
 }
 
@@ -194,7 +215,9 @@ static void test_not_found_way_out(void **state)
              "plugin = vendor_hpv\n", near));
     snprintf(want, sizeof want, "plugin 'rngsnap_hpu' for [backend.hpu] "
              "(%s:3) not found; tried (folders from plugin_dir): "
-             "%s/rngsnap_hpu.so%s", ini, near, elsewhere_plugin_dir(ini));
+             "%s/rngsnap_hpu.so%s%s", ini, near,
+             builtin_note("rngsnap_hpu", "plugin_dir"),
+             elsewhere_plugin_dir(ini));
     assert_string_equal(th_open_fails(ini, 0, RNGSNAP_E_PLUGIN), want);
     snprintf(ini, sizeof ini, "%s", th_write("rng.ini", "[rngsnap]\n"
              "plugin_dir = %s\n[backend.hpu2]\nplugin = vendor_hpv\n", near));
@@ -223,13 +246,18 @@ static void test_not_found_way_out(void **state)
     assert_string_equal(th_open_fails(ini, 0, RNGSNAP_E_PLUGIN), want);
     unsetenv("RNGSNAP_PLUGIN_PATH");
 
-    /* No plugin_dir: the built-in folder, and how to add others. */
+    /* No plugin_dir: the built-in folder (said to be missing where this
+     * machine has no installation), and how to add others. */
+    char gone[4096] = "";
+    if (access(RNGSNAP_PLUGIN_DIR, F_OK) != 0)
+        snprintf(gone, sizeof gone, "; folder %s does not exist",
+                 RNGSNAP_PLUGIN_DIR);
     snprintf(want, sizeof want, "plugin 'rngsnap_godo' for [backend.good] "
              "(%s:1) not found; tried (the built-in plugin folder): "
-             "%s/rngsnap_godo.so; to search other folders than the built-in "
-             "one, set plugin_dir in [rngsnap] of %s or set "
+             "%s/rngsnap_godo.so%s; to search other folders than the "
+             "built-in one, set plugin_dir in [rngsnap] of %s or set "
              "RNGSNAP_PLUGIN_PATH (folders separated by ':', searched "
-             "instead)", ini, RNGSNAP_PLUGIN_DIR, ini);
+             "instead)", ini, RNGSNAP_PLUGIN_DIR, gone, ini);
     assert_string_equal(th_open_fails(ini, 0, RNGSNAP_E_PLUGIN), want);
 
     /* A path names one file: no guess, and how to search instead. */
@@ -492,6 +520,45 @@ static void test_threads(void **state)
     }
 }
 
+/* plugin_dir and RNGSNAP_PLUGIN_PATH keep the built-in folder with
+ * @builtin (issue 23): it is searched in its place in the list, and the
+ * message then has no "leaves out" note. */
+static void test_builtin_token(void **state)
+{
+    (void)state;
+    char ini[4096], want[16384], gone[4096] = "";
+    if (access(RNGSNAP_PLUGIN_DIR, F_OK) != 0)
+        snprintf(gone, sizeof gone, "; folder %s does not exist",
+                 RNGSNAP_PLUGIN_DIR);
+    snprintf(ini, sizeof ini, "%s", th_write("rng.ini", "[rngsnap]\n"
+             "plugin_dir = %s:@builtin\n[backend.good]\n[backend.hpu]\n",
+             th_plugin_dir()));
+    snprintf(want, sizeof want, "plugin 'rngsnap_hpu' for [backend.hpu] "
+             "(%s:4) not found; tried (folders from plugin_dir): "
+             "%s/rngsnap_hpu.so, %s/rngsnap_hpu.so%s%s", ini,
+             th_plugin_dir(), RNGSNAP_PLUGIN_DIR, gone,
+             elsewhere_plugin_dir(ini));
+    assert_string_equal(th_open_fails(ini, 0, RNGSNAP_E_PLUGIN), want);
+    /* The folders before it still load: good comes from the list. */
+    snprintf(ini, sizeof ini, "%s", th_write("rng.ini", "[rngsnap]\n"
+             "plugin_dir = @builtin:%s\n[backend.good]\n",
+             th_plugin_dir()));
+    rngsnap *ctx = th_open_ok(ini, 0);
+    rngsnap_close(ctx);
+    /* The variable takes it too. */
+    char env[4096];
+    snprintf(env, sizeof env, "@builtin:%s", th_plugin_dir());
+    setenv("RNGSNAP_PLUGIN_PATH", env, 1);
+    snprintf(ini, sizeof ini, "%s", th_write("rng.ini", "[backend.hpu]\n"));
+    const char *msg = th_open_fails(ini, 0, RNGSNAP_E_PLUGIN);
+    unsetenv("RNGSNAP_PLUGIN_PATH");
+    snprintf(want, sizeof want, "tried (folders from RNGSNAP_PLUGIN_PATH): "
+             "%s/rngsnap_hpu.so, %s/rngsnap_hpu.so%s; to search",
+             RNGSNAP_PLUGIN_DIR, th_plugin_dir(), gone);
+    th_contains(msg, want);
+    assert_null(strstr(msg, "leaves out"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -507,6 +574,7 @@ int main(void)
         cmocka_unit_test(test_plugin_open_error),
         cmocka_unit_test(test_reload_and_many_contexts),
         cmocka_unit_test(test_threads),
+        cmocka_unit_test(test_builtin_token),
     };
     return cmocka_run_group_tests(tests, th_group_setup, th_group_teardown);
 }

@@ -54,7 +54,8 @@ static void test_plugin_path_ignored(void **state)
     char want[8192];
     snprintf(want, sizeof want, "plugin 'rngsnap_good' for [backend.good] "
              "(%s:3) not found; tried (folders from plugin_dir): "
-             "/nonexistent/rngsnap_good.so; to search other folders, "
+             "/nonexistent/rngsnap_good.so; folder /nonexistent does not "
+             "exist; to search other folders, "
              "change plugin_dir in [rngsnap] (%s:2)", pf_path("rng.ini"),
              pf_path("rng.ini"));
     const char *ini = ini_without_plugins();

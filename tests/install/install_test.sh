@@ -4,10 +4,16 @@
 # Installs the build into a temporary folder (meson install --destdir),
 # checks what landed there (library with a SONAME, headers, versioned plugin
 # folder, default rng.ini, rngsnap.pc, the rngsnap command), then builds the
-# user guide's training loop and the minimal plugin OUT OF TREE with
-# `pkg-config --cflags --libs rngsnap`, drops the plugin into its own
-# folder, lists it in an rng.ini, and checks that the new backend is saved
-# and restored (bit-exact resume) with no change to the core.
+# user guide's training loop (the README's and the user guide's own `cc`
+# lines, and docs/examples/Makefile) and the minimal plugin OUT OF TREE
+# with pkg-config, and runs the programs from that private prefix with no
+# LD_LIBRARY_PATH (their rpath finds the library).  It drops the plugin
+# into its own folder, lists it in an rng.ini (plugin_dir = that folder
+# and the staged plugin folder: @builtin would name the final prefix's,
+# not the staged copy), and checks that the new backend is saved and restored (bit-exact resume) with no change to the
+# core; that its words, drawn by the library's engine through the host
+# table, equal the cpu backend's and cuRAND's reference words; and that
+# `rngsnap diff` says how many words apart two of its checkpoints are.
 #
 # usage: install_test.sh BUILD_ROOT SOURCE_ROOT
 set -u
@@ -59,26 +65,53 @@ if [ -x "$prefix/bin/rngsnap" ]; then ok "rngsnap command installed"; else bad "
 # without LD_LIBRARY_PATH or ldconfig: run the staged copy with neither.
 if out=$(env -u LD_LIBRARY_PATH "$prefix/bin/rngsnap" --version 2>&1); then ok "installed rngsnap runs without LD_LIBRARY_PATH ($out)"
 else bad "installed rngsnap does not run without LD_LIBRARY_PATH: $out"; fi
-export LD_LIBRARY_PATH=$libdir  # the staged library, not a system one
+# Nothing below runs with LD_LIBRARY_PATH: the programs' rpath must find
+# the staged library (and only it).
+unset LD_LIBRARY_PATH
+# `pkg-config` as the docs' lines call it, answering for the staged prefix.
+mkdir -p "$tmp/bin"
+printf '#!/bin/sh\nexec %s --define-variable=prefix=%s "$@"\n' "$(command -v pkg-config)" "$prefix" >"$tmp/bin/pkg-config"
+chmod +x "$tmp/bin/pkg-config"
+# uses_staged PROGRAM: it resolves librngsnap.so.1 to the staged copy.
+uses_staged() { ldd "$1" 2>/dev/null | grep -q "librngsnap.so.1 => $libdir/librngsnap.so.1"; }
+
+# ---- the docs' build lines, verbatim, from a private prefix --------------
+# The first `cc -o train docs/examples/train.c` line of each page, with its
+# continuation lines, run from a copy of the tree's docs/examples.
+for page in README.md docs/user-guide.md; do
+  line=$(awk '/^cc -o train docs\/examples\/train.c/ {on=1} on {print} on && !/\\$/ {exit}' "$src/$page")
+  d=$tmp/lines/$(basename "$page" .md)
+  mkdir -p "$d/docs/examples" && cp "$src/docs/examples/train.c" "$d/docs/examples/"
+  if [ -z "$line" ]; then bad "$page has no 'cc -o train docs/examples/train.c' line"; continue; fi
+  if (cd "$d" && PATH=$tmp/bin:$PATH eval "$line") >"$tmp/line.log" 2>&1 \
+     && out=$("$d/train" --help 2>&1; true) && uses_staged "$d/train" \
+     && ! grep -q 'error while loading shared libraries' <<<"$out"; then
+    ok "$page's build line builds a program that runs from the private prefix"
+  else cat "$tmp/line.log"; ldd "$d/train" 2>&1 | grep rngsnap; bad "$page's build line: $line"; fi
+done
 
 # ---- build out of tree ---------------------------------------------------
 mkdir -p "$tmp/app" "$tmp/drop-in"
-if cc -std=c11 -Wall -Wextra -Werror -o "$tmp/app/train" "$src/docs/examples/train.c" $cflags $libs; then
+if cc -std=c11 -Wall -Wextra -Werror -o "$tmp/app/train" "$src/docs/examples/train.c" $cflags $libs -Wl,-rpath,"$libdir"; then
   ok "train.c built out of tree with pkg-config"
 else bad "train.c does not build out of tree"; fi
 if cc -std=c11 -Wall -Wextra -Werror -shared -fPIC -fvisibility=hidden -Wl,--no-undefined \
-     -o "$tmp/drop-in/rngsnap_minimal.so" "$src/docs/examples/minimal_plugin.c" $cflags -lm; then
+     -o "$tmp/drop-in/rngsnap_minimal.so" "$src/docs/examples/minimal_plugin.c" $cflags; then
   ok "minimal plugin built out of tree"
 else bad "minimal plugin does not build out of tree"; fi
 if readelf -d "$tmp/drop-in/rngsnap_minimal.so" | grep -q 'NEEDED.*librngsnap'; then
   bad "the plugin links against librngsnap (it must not)"
-else ok "the plugin does not link against the core"; fi
+else ok "the plugin does not link against the core (it gets the engine from the host table)"; fi
 # The examples' Makefile, as docs/plugin-guide.md tells a user to run it.
-cp "$src/docs/examples/"{Makefile,train.c,minimal_plugin.c} "$tmp/app/"
-if make -s -C "$tmp/app" PKG_CONFIG="pkg-config --define-variable=prefix=$prefix" \
-     CFLAGS="-O2 -Wall -Wextra -Werror" >"$tmp/make.log" 2>&1 \
-   && [ -f "$tmp/app/rngsnap_minimal.so" ]; then ok "docs/examples/Makefile builds both"
-else cat "$tmp/make.log"; bad "docs/examples/Makefile fails"; fi
+mkdir -p "$tmp/mk"
+cp "$src/docs/examples/"{Makefile,train.c,minimal_plugin.c} "$tmp/mk/"
+if PATH=$tmp/bin:$PATH make -s -C "$tmp/mk" CFLAGS="-O2 -Wall -Wextra -Werror" >"$tmp/make.log" 2>&1 \
+   && [ -f "$tmp/mk/rngsnap_minimal.so" ] && uses_staged "$tmp/mk/train"; then
+  ok "docs/examples/Makefile builds both; its train runs from the private prefix"
+else cat "$tmp/make.log"; bad "docs/examples/Makefile fails (or its train does not find the staged library)"; fi
+if cc -std=c11 -Wall -Wextra -Werror -o "$tmp/app/engine_check" "$src/tests/install/engine_check.c" \
+     $cflags $libs -Wl,-rpath,"$libdir"; then ok "engine_check built out of tree"
+else bad "engine_check does not build out of tree"; fi
 
 # ---- the new backend, saved and restored ---------------------------------
 ini=$tmp/rng.ini
@@ -112,9 +145,27 @@ d = json.loads(sys.stdin.read())
 m = [s for s in d["sections"] if s["kind"] == "stream" and s["backend"] == "minimal"]
 want = {(0, "default"), (0, "noise"), (1, "default"), (1, "noise")}
 assert {(s["device"], s["name"]) for s in m} == want, m
-assert all(s["state_format"] == "0x314e494d" and s["state_size"] == 8 for s in m), m
-' <<<"$json"; then ok "checkpoint holds the 4 minimal sections in their own format"
+assert all(s["state_format"] == "0x31584850" and s["state_size"] == 24 for s in m), m
+' <<<"$json"; then ok "checkpoint holds the 4 minimal sections as Philox positions (PHX1)"
 else echo "$json"; bad "checkpoint lacks the minimal sections"; fi
+
+# Its words: the engine's, through the host table, from the installed files
+# only: equal to the cpu backend's and to cuRAND's reference words.
+if out=$("$tmp/app/engine_check" words "$ini" "$src/tests/data/curand_philox4x32_10_streams.txt" 2>&1) \
+   && uses_staged "$tmp/app/engine_check"; then ok "minimal's words = cpu backend's = cuRAND's ($out)"
+else echo "$out"; bad "minimal's words differ from the cpu backend's or cuRAND's"; fi
+# Positions are understood by the core and the tools: diff says how far.
+if "$tmp/app/engine_check" advance "$ini" "$tmp/a.rngsnap" "$tmp/b.rngsnap" 5 >"$tmp/adv.log" 2>&1 \
+   && out=$("$prefix/bin/rngsnap" diff "$tmp/a.rngsnap" "$tmp/b.rngsnap" 2>&1; true) \
+   && grep -q 'minimal:1/noise.*same Philox stream, B is 5 words ahead' <<<"$out"; then
+  ok "rngsnap diff: minimal:1/noise is 5 words ahead"
+else cat "$tmp/adv.log"; echo "$out"; bad "rngsnap diff does not say how far the minimal stream moved"; fi
+
+# The conformance check an author runs, from the installed command.
+out=$("$prefix/bin/rngsnap" -c "$ini" plugin-check minimal 2>&1); rc=$?
+if [ "$rc" -eq 0 ] && [ "$(tail -n1 <<<"$out")" = "backend minimal: conformant (7 of 7 checks passed)" ]; then
+  ok "rngsnap plugin-check: the out-of-tree plugin is conformant"
+else echo "$out"; bad "rngsnap plugin-check minimal: exit $rc"; fi
 
 # Strict load: a configuration without the new backend refuses that file.
 grep -v -e minimal -e 'noise' -e 'devices' "$ini" >"$tmp/cpu-only.ini"

@@ -72,7 +72,7 @@ missing = sorted(keys - documented)
 check(not missing, "rng-ini.md has a row for every key", f"missing: {missing}")
 
 out = subprocess.run([rngsnap, "--help"], capture_output=True, text=True).stdout
-cmds = re.findall(r"^  ([a-z]+) ", out.split("Commands:")[1].split("Options:")[0], re.M)
+cmds = re.findall(r"^  ([a-z][a-z-]*) ", out.split("Commands:")[1].split("Options:")[0], re.M)
 check(len(cmds) >= 5, f"rngsnap --help lists commands {cmds}")
 for c in cmds:
     check(f"`rngsnap {c}" in guide, f"user guide describes `rngsnap {c}`")
