@@ -319,6 +319,7 @@ void rngsnap_close(rngsnap *ctx)
 {
     if (!ctx)
         return;
+    rs_ledger_close(ctx);
     rs_registry_free(ctx);
     /* Streams are closed; now each backend context, then its plugin:
      * nothing points into a plugin when it is unloaded. */

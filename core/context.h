@@ -115,6 +115,7 @@ struct rngsnap {
     /* Id of the multi-rank checkpoint a fork in this job's history
      * started from (all zero: none); recorded by every save_ranks. */
     uint8_t forked_from[16];
+    struct rs_ledger *ledger; /* rngsnap_ledger_open's, or NULL (ledger.c) */
 };
 
 /* Set the calling thread's message on ctx (printf-style) and return

@@ -175,6 +175,11 @@ int rs_load_commit(struct rngsnap *ctx, rs_load_plan *plan);
 size_t rs_load_undo(struct rngsnap *ctx, rs_load_plan *plan);
 void rs_load_finish(rs_load_plan *plan);
 
+/* ---- ledger.c ---- */
+
+/* Close ctx's ledger, if any (rngsnap_close calls it). */
+int rs_ledger_close(struct rngsnap *ctx);
+
 /* ---- small helpers (errors.c) ---- */
 
 char *rs_strdup(const char *s);

@@ -32,6 +32,10 @@ static const char *const rs_words[RS_W_COUNT][RS_LANG_COUNT] = {
     [RS_W_LOAD_RANKS]     = {"rngsnap_load_ranks", "ctx.load_ranks()"},
     [RS_W_LOAD_FORK]      = {"RNGSNAP_LOAD_FORK (rngsnap_mpi_load)",
                              "fork=True to ctx.load_ranks()"},
+    [RS_W_LEDGER_OPEN]    = {"rngsnap_ledger_open", "ctx.ledger()"},
+    [RS_W_LEDGER_NOTE]    = {"rngsnap_ledger_note", "led.note()"},
+    [RS_W_LEDGER_STEP]    = {"rngsnap_ledger_step", "led.step()"},
+    [RS_W_LEDGER_CLOSE]   = {"rngsnap_ledger_close", "led.close()"},
 };
 
 /* App states that a host language's own layer registers as a family,

@@ -39,6 +39,10 @@ typedef enum rs_word_id {
     RS_W_LOAD,
     RS_W_LOAD_RANKS,
     RS_W_LOAD_FORK,      /* how to fork onto another world size */
+    RS_W_LEDGER_OPEN,    /* the divergence ledger (ledger.c)    */
+    RS_W_LEDGER_NOTE,
+    RS_W_LEDGER_STEP,
+    RS_W_LEDGER_CLOSE,
     RS_W_COUNT
 } rs_word_id;
 

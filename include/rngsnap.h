@@ -474,6 +474,25 @@ RNGSNAP_API int rngsnap_manifest_open_rank(const rngsnap_manifest *m,
                                            int rank, rngsnap_file **out,
                                            char *err, size_t errlen);
 
+/* ---- divergence ledger (docs/user-guide.md, "Why does my resumed run
+ * differ?"; format in docs/format.md) ----------------------------------- */
+
+/* Open (or continue: a resumed job) the ledger at path, one file per
+ * rank; a path ending in '/' or naming a folder means
+ * path/rank-NNNNN.ledger for this context's rank (set the rank first).
+ * flags: 0. */
+RNGSNAP_API int rngsnap_ledger_open(rngsnap *ctx, const char *path,
+                                    unsigned flags);
+/* Note a value (a loss, a tensor digest) for the next step's record; the
+ * same name noted again before the step replaces the value. */
+RNGSNAP_API int rngsnap_ledger_note(rngsnap *ctx, const char *name,
+                                    const void *value, size_t size);
+/* Append one record: step, every entry's exact position, a digest of
+ * every app state, the notes since the last step (one write, no fsync). */
+RNGSNAP_API int rngsnap_ledger_step(rngsnap *ctx, uint64_t step);
+/* fsync and close the ledger (rngsnap_close closes it too). */
+RNGSNAP_API int rngsnap_ledger_close(rngsnap *ctx);
+
 /* ---- errors ------------------------------------------------------------ */
 
 /* Detailed message of the last error on ctx; with NULL, the last failed

@@ -111,6 +111,7 @@ int cmd_verify(const cli_globals *g, int argc, char **argv);
 int cmd_diff(const cli_globals *g, int argc, char **argv);
 int cmd_demo(const cli_globals *g, int argc, char **argv);
 int cmd_demo_job(const cli_globals *g, int argc, char **argv);
+int cmd_ledger(const cli_globals *g, int argc, char **argv);
 int cmd_plugin_check(const cli_globals *g, int argc, char **argv);
 
 /* Shared text of the exit-code paragraph in every --help. */

@@ -25,6 +25,7 @@
 
 #include "cli.h"
 #include "demo.h"
+#include "ledger_cmd.h"
 
 #define MAX_LINE 1024
 #define CHILD_TIMEOUT_MS 120000 /* no progress for this long: give up */
@@ -34,6 +35,7 @@ static void help(void)
     printf(
         "usage: rngsnap [-c FILE] demo [-c FILE] [--steps N] [--save-at K]\n"
         "                              [--kill-at M] [--seed S] [--keep DIR]\n"
+        "                              [--ledger]\n"
         "\n"
         "Watch a job resume bit for bit.  A simulated training job draws\n"
         "several distributions from every stream of every available backend\n"
@@ -52,6 +54,12 @@ static void help(void)
         "  --kill-at M        SIGKILL after step M, K < M <= N (default 7)\n"
         "  --seed S           seed for rngsnap_seed_all (default 2026)\n"
         "  --keep DIR         write the checkpoint into DIR and keep it\n"
+        "  --ledger           every run keeps a divergence ledger, and the\n"
+        "                     resumed run makes one stray draw of 4 words on\n"
+        "                     the last stream two steps after the resume:\n"
+        "                     `rngsnap ledger diff` of the uninterrupted and\n"
+        "                     the resumed run's ledgers names it (exit 0 when\n"
+        "                     it does)\n"
         "\n"
         "The last line reads \"resume is bit-exact on N of N streams\".\n"
         "Exit status: 0 every stream matches; 1 a stream does not; 2 usage,\n"
@@ -118,11 +126,28 @@ static int spawn(const demo_params *p, const char *mode, child *c)
         fcntl(prog[1], F_SETFD, 0);
         if (crash)
             fcntl(ack[0], F_SETFD, 0);
-        char *argv[] = {"rngsnap", "__demo-job", "--ini", (char *)p->ini,
-                        "--checkpoint", (char *)p->checkpoint, "--mode",
-                        (char *)mode, "--steps", steps, "--save-at", save_at,
-                        "--seed", seed, "--out-fd", out_fd,
-                        crash ? "--ack-fd" : NULL, ack_fd, NULL};
+        char stray[32];
+        snprintf(stray, sizeof stray, "%u", p->stray_at);
+        int full = strcmp(mode, "full") == 0;
+        const char *ledger = full ? p->ledger_full : p->ledger_resumed;
+        char *argv[24] = {"rngsnap", "__demo-job", "--ini", (char *)p->ini,
+                          "--checkpoint", (char *)p->checkpoint, "--mode",
+                          (char *)mode, "--steps", steps, "--save-at",
+                          save_at, "--seed", seed, "--out-fd", out_fd};
+        int n = 16;
+        if (crash) {
+            argv[n++] = "--ack-fd";
+            argv[n++] = ack_fd;
+        }
+        if (ledger) {
+            argv[n++] = "--ledger";
+            argv[n++] = (char *)ledger;
+        }
+        if (ledger && strcmp(mode, "resume") == 0 && p->stray_at) {
+            argv[n++] = "--stray-at";
+            argv[n++] = stray;
+        }
+        argv[n] = NULL;
         execv(exe, argv);
         fprintf(stderr, "rngsnap demo: exec %s: %s\n", exe, strerror(errno));
         _exit(127);
@@ -332,6 +357,7 @@ int cmd_demo(const cli_globals *g0, int argc, char **argv)
     cli_globals g = *g0;
     demo_params p = {.steps = 12, .save_at = 4, .kill_at = 7, .seed = 2026};
     const char *keep = NULL;
+    int ledger = 0;
     uint64_t v;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -344,6 +370,10 @@ int cmd_demo(const cli_globals *g0, int argc, char **argv)
             return CLI_USAGE;
         if (r > 0)
             continue;
+        if (strcmp(a, "--ledger") == 0) {
+            ledger = 1;
+            continue;
+        }
         int known = strcmp(a, "--keep") == 0 || strcmp(a, "--steps") == 0
                     || strcmp(a, "--save-at") == 0
                     || strcmp(a, "--kill-at") == 0 || strcmp(a, "--seed") == 0;
@@ -412,6 +442,17 @@ int cmd_demo(const cli_globals *g0, int argc, char **argv)
     }
     snprintf(ckpt, sizeof ckpt, "%s/demo.rngsnap", dir);
     p.checkpoint = ckpt;
+    char led_res[4200], led_full[4200];
+    snprintf(led_res, sizeof led_res, "%s/resumed.ledger", dir);
+    snprintf(led_full, sizeof led_full, "%s/full.ledger", dir);
+    /* stale ledgers from an earlier run must not count either */
+    unlink(led_res);
+    unlink(led_full);
+    if (ledger) {
+        p.ledger_resumed = led_res;
+        p.ledger_full = led_full;
+        p.stray_at = p.save_at + 2 <= p.steps ? p.save_at + 2 : p.save_at + 1;
+    }
     if (keep)
         unlink(ckpt); /* a stale file from an earlier run must not count */
     printf("checkpoint after step %u, SIGKILL after step %u, %u steps\n\n",
@@ -468,11 +509,23 @@ int cmd_demo(const cli_globals *g0, int argc, char **argv)
     }
     printf("\nresume is bit-exact on %zu of %zu streams\n", match, nstreams);
     rc = match == nstreams && nstreams > 0 ? CLI_OK : CLI_FAIL;
+    if (ledger) {
+        printf("\nA stray draw of %d words was made on the last stream at step "
+               "%u of the resumed run.\nWhere did the runs part?  rngsnap "
+               "ledger diff %s %s:\n\n", DEMO_STRAY_WORDS, p.stray_at,
+               led_full, led_res);
+        fflush(stdout);
+        int lrc = ledger_diff(led_full, led_res, 0);
+        /* The demo worked when the ledger found the one stray draw. */
+        rc = lrc == CLI_FAIL && match + 1 == nstreams ? CLI_OK : CLI_FAIL;
+    }
 out:
     free(resumed);
     free(full);
     if (!keep) {
         unlink(ckpt);
+        unlink(led_res);
+        unlink(led_full);
         rmdir(dir);
     }
     return rc;

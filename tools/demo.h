@@ -29,7 +29,15 @@ typedef struct demo_params {
     unsigned save_at;  /* checkpoint written after this step           */
     unsigned kill_at;  /* crash run is killed after this step          */
     uint64_t seed;
+    /* --ledger: each child keeps a divergence ledger (the crashed and the
+     * resumed run continue one, the uninterrupted run has its own), and
+     * the resumed run makes one stray draw at stray_at (0: none). */
+    const char *ledger_resumed, *ledger_full;
+    unsigned stray_at;
 } demo_params;
+
+/* What the stray draw of `demo --ledger` takes: words of the last stream. */
+#define DEMO_STRAY_WORDS 4
 
 /* Name of the registered app state holding the job's progress. */
 #define DEMO_APP_STATE "demo.progress"

@@ -53,6 +53,7 @@ typedef struct job {
     job_stream *js;
     size_t n;
     uint64_t progress; /* last finished step: the registered app state */
+    const char *ledger; /* --ledger: this run's divergence ledger, or NULL */
 } job;
 
 static int fail(job *j, const char *what, int rc)
@@ -138,6 +139,21 @@ static int draw_step(job *j, int hashed)
     return CLI_OK;
 }
 
+/* demo --ledger: a debug draw someone left in (DEMO_STRAY_WORDS words of
+ * the last stream), not hashed: only the ledger can say where it was. */
+static int stray_draw(job *j)
+{
+    if (j->n == 0)
+        return CLI_OK;
+    rngsnap_stream *s = j->js[j->n - 1].s;
+    uint32_t buf[DEMO_STRAY_WORDS];
+    rngsnap_philox at;
+    int rc = rngsnap_stream_memory(s) == RNGSNAP_MEMORY_DEVICE
+                 ? rngsnap_reserve(s, DEMO_STRAY_WORDS, &at)
+                 : rngsnap_generate(s, RNGSNAP_U32, buf, DEMO_STRAY_WORDS);
+    return rc ? fail(j, "stray draw", rc) : CLI_OK;
+}
+
 static void report(job *j)
 {
     for (size_t k = 0; k < j->n; k++) {
@@ -198,10 +214,16 @@ static int run(job *j)
             return fail(j, "seed_all", rc);
     }
 
+    if (j->ledger && (rc = rngsnap_ledger_open(j->ctx, j->ledger, 0)))
+        return fail(j, j->ledger, rc);
     for (unsigned step = first; step <= j->p.steps; step++) {
         rc = draw_step(j, step > j->p.save_at);
         if (rc != CLI_OK)
             return rc;
+        if (step == j->p.stray_at && (rc = stray_draw(j)) != CLI_OK)
+            return rc;
+        if (j->ledger && (rc = rngsnap_ledger_step(j->ctx, step)))
+            return fail(j, "ledger step", rc);
         j->progress = step;
         fprintf(j->out, "step %u\n", step);
         if (j->mode == DEMO_CRASH && step == j->p.save_at) {
@@ -249,6 +271,8 @@ int cmd_demo_job(const cli_globals *g, int argc, char **argv)
             j.p.ini = val;
         else if (strcmp(k, "--checkpoint") == 0)
             j.p.checkpoint = val;
+        else if (strcmp(k, "--ledger") == 0)
+            j.ledger = val;
         else if (strcmp(k, "--mode") == 0)
             j.mode = strcmp(val, "crash") == 0    ? DEMO_CRASH
                      : strcmp(val, "resume") == 0 ? DEMO_RESUME
@@ -261,6 +285,8 @@ int cmd_demo_job(const cli_globals *g, int argc, char **argv)
             j.p.save_at = (unsigned)v;
         else if (strcmp(k, "--seed") == 0)
             j.p.seed = v;
+        else if (strcmp(k, "--stray-at") == 0)
+            j.p.stray_at = (unsigned)v;
         else if (strcmp(k, "--out-fd") == 0)
             j.out_fd = (int)v;
         else if (strcmp(k, "--ack-fd") == 0)

@@ -22,6 +22,8 @@ static const cli_command commands[] = {
      cmd_diff, 0},
     {"demo", "kill a simulated training job and resume it bit for bit",
      cmd_demo, 0},
+    {"ledger", "compare two runs' divergence ledgers: where they part",
+     cmd_ledger, 0},
     {"plugin-check", "check that a backend plugin resumes bit for bit "
      "(conformance)", cmd_plugin_check, 0},
     {"help", "help on a command: rngsnap help COMMAND", cmd_help, 0},

@@ -16,6 +16,7 @@ import weakref
 from . import OrderError
 from . import _encoding as _enc
 from . import _genstate as _gs
+from . import _ledger_digest as _ld
 from . import _reseed
 
 SUPPORTED = ("torch.Generator (any device); numpy.random.Generator or its "
@@ -26,7 +27,11 @@ SUPPORTED = ("torch.Generator (any device); numpy.random.Generator or its "
 class Adapter:
     """One live generator: .label (its kind, in messages), .objects (the
     Python objects it covers, for the untracked report), read(name) ->
-    bytes, write(name, bytes)."""
+    bytes, write(name, bytes), ledger_reader(name) -> what a ledger step
+    digests (a callable returning bytes; None: read)."""
+
+    def ledger_reader(self, name):
+        return None
 
 
 class _Torch(Adapter):
@@ -42,6 +47,9 @@ class _Torch(Adapter):
 
     def read(self, name):
         return _gs.encode_torch(name, self.device, self._raw())
+
+    def ledger_reader(self, name):
+        return _ld.torch_raw(self.gen.get_state)
 
     def write(self, name, data):
         from .torch import _bytes_tensor
@@ -76,6 +84,9 @@ class _RandomState(Adapter):
     def read(self, name):
         return _gs.encode_numpy(self.rs.get_state(legacy=False))
 
+    def ledger_reader(self, name):
+        return _ld.numpy_legacy(self.rs, None)
+
     def write(self, name, data):
         self.rs.set_state(_gs.decode_numpy(name, data, self.kind))
 
@@ -89,6 +100,9 @@ class _Random(Adapter):
 
     def read(self, name):
         return _gs.encode_random(self.r.getstate(), name)
+
+    def ledger_reader(self, name):
+        return _ld.python_random(self.r, None)
 
     def write(self, name, data):
         self.r.setstate(_gs.decode_random(name, data))
@@ -206,8 +220,10 @@ class Registry:
     def register_adapter(self, name, adapter):
         ctx = self._ctx()
         snap = adapter.read(name) if awaiting_load(ctx) else None
+        ledger = adapter.ledger_reader(name)
         ctx.register_state(name, save=lambda: adapter.read(name),
-                           load=lambda data: adapter.write(name, data))
+                           load=lambda data: adapter.write(name, data),
+                           ledger=ledger)
         self._regs[name] = _Registration(adapter, snap)
         restored = getattr(ctx, "_restored", None)
         if restored is not None:  # re-seeding after the load (_reseed.py)

@@ -32,6 +32,7 @@ from . import Error, MismatchError
 from . import _encoding as _enc
 from . import _fingerprint as _fp
 from . import _genstate as _gs
+from . import _ledger_digest as _ld
 from . import _reseed
 from ._encoding import raised_by_python
 from ._generators import awaiting_load as _awaiting_load, check_order
@@ -131,10 +132,12 @@ def _bytes_tensor(raw):
 
 class _Generator:
     """One tracked generator: its name, how to read it as bytes (the saved
-    encoding) and how to set it from those bytes."""
+    encoding), how to set it from those bytes, and what the divergence
+    ledger digests of it (_ledger_digest.py; the encoding when None)."""
 
-    def __init__(self, name, read, write):
+    def __init__(self, name, read, write, ledger=None):
         self.name, self.read, self.write = name, read, write
+        self.ledger = ledger or read
 
 
 def _torch_generator(name, get, put):
@@ -151,7 +154,7 @@ def _torch_generator(name, get, put):
                      lambda raw: _gs.cuda_state_as(name, raw, live))
         raw = _enc.decode_torch(name, data, len(live), forms)
         put(_bytes_tensor(raw))
-    return _Generator(name, read, write)
+    return _Generator(name, read, write, _ld.torch_raw(get))
 
 
 def _numpy_generator():
@@ -159,8 +162,9 @@ def _numpy_generator():
 
     def write(data):
         _np.random.set_state(_enc.decode_numpy(name, data))
-    return _Generator(name, lambda: _enc.encode_numpy(_np.random.get_state()),
-                      write)
+    read = lambda: _enc.encode_numpy(_np.random.get_state())  # noqa: E731
+    return _Generator(name, read, write,
+                      _ld.numpy_legacy(_np.random.mtrand._rand, read))
 
 
 def _python_generator():
@@ -168,8 +172,8 @@ def _python_generator():
 
     def write(data):
         _random.setstate(_enc.decode_python(name, data))
-    return _Generator(name, lambda: _enc.encode_python(_random.getstate()),
-                      write)
+    read = lambda: _enc.encode_python(_random.getstate())  # noqa: E731
+    return _Generator(name, read, write, _ld.python_random(_random._inst, read))
 
 
 class Tracker:
@@ -209,9 +213,11 @@ class Tracker:
         # The fingerprint first: under "strict" its load fails before any
         # generator is set (the core rolls back the streams it set).
         ctx.register_state(FINGERPRINT_STATE, save=self._save_fingerprint,
-                           load=self._load_fingerprint)
+                           load=self._load_fingerprint,
+                           ledger=self._ledger_fingerprint)
         for g in self.generators:
-            ctx.register_state(g.name, save=g.read, load=g.write)
+            ctx.register_state(g.name, save=g.read, load=g.write,
+                               ledger=g.ledger)
         ctx._watch.holds_globals = True  # the untracked report's "held"
         _add_seeders(ctx, self.generators, devices)
         # load_bytes also serves load_state_dict, which calls it
@@ -288,6 +294,15 @@ class Tracker:
     # -- fingerprint ---------------------------------------------------
     def _save_fingerprint(self):
         return _fp.encode(self.fingerprint)
+
+    def _ledger_fingerprint(self):
+        """The encoding, kept while the fingerprint is the same object (a
+        ledger step digests it at every step)."""
+        fp, data = getattr(self, "_fp_cache", (None, None))
+        if fp is not self.fingerprint:
+            data = _fp.encode(self.fingerprint)
+            self._fp_cache = (self.fingerprint, data)
+        return data
 
     def _load_fingerprint(self, data):
         saved = _fp.decode(FINGERPRINT_STATE, data)

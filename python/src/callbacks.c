@@ -14,6 +14,8 @@
  */
 #include "rngsnap_py.h"
 
+_Thread_local int rsp_ledger_reading;
+
 void rsp_drop_pending(rsp_context *c)
 {
     Py_CLEAR(c->pending_type);
@@ -47,6 +49,7 @@ void rsp_app_free(rsp_app *a)
         return;
     Py_XDECREF(a->save);
     Py_XDECREF(a->load);
+    Py_XDECREF(a->ledger);
     Py_XDECREF(a->cached);
     PyMem_Free(a->name);
     PyMem_Free(a);
@@ -84,10 +87,12 @@ static PyObject *call_save(rsp_app *a)
                         "cleared (context being destroyed)");
         return NULL;
     }
-    PyObject *r = PyObject_CallNoArgs(a->save);
+    int led = rsp_ledger_reading && a->ledger;
+    PyObject *r = PyObject_CallNoArgs(led ? a->ledger : a->save);
     if (r && !PyBytes_Check(r)) {
-        PyErr_Format(PyExc_TypeError, "register_state save callable "
-                     "returned %.100s, expected bytes", Py_TYPE(r)->tp_name);
+        PyErr_Format(PyExc_TypeError, "register_state %s callable "
+                     "returned %.100s, expected bytes",
+                     led ? "ledger" : "save", Py_TYPE(r)->tp_name);
         Py_CLEAR(r);
     }
     return r;

@@ -93,6 +93,7 @@ static int ctx_traverse(rsp_context *self, visitproc visit, void *arg)
     for (rsp_app *a = self->apps; a; a = a->next) {
         Py_VISIT(a->save);
         Py_VISIT(a->load);
+        Py_VISIT(a->ledger);
     }
     return 0;
 }
@@ -102,6 +103,7 @@ static int ctx_clear(rsp_context *self)
     for (rsp_app *a = self->apps; a; a = a->next) {
         Py_CLEAR(a->save);
         Py_CLEAR(a->load);
+        Py_CLEAR(a->ledger);
         Py_CLEAR(a->cached);
     }
     rsp_drop_pending(self);
@@ -287,15 +289,20 @@ static PyObject *ctx_load_bytes(rsp_context *self, PyObject *arg)
 static PyObject *ctx_register_state(rsp_context *self, PyObject *args,
                                     PyObject *kw)
 {
-    static char *kwlist[] = {"name", "save", "load", NULL};
+    static char *kwlist[] = {"name", "save", "load", "ledger", NULL};
     const char *name;
-    PyObject *save, *load;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "s$OO:register_state",
-                                     kwlist, &name, &save, &load))
+    PyObject *save = NULL, *load = NULL, *ledger = Py_None;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "s|$OOO:register_state",
+                                     kwlist, &name, &save, &load, &ledger))
         return NULL;
-    if (!PyCallable_Check(save) || !PyCallable_Check(load)) {
-        PyErr_SetString(PyExc_TypeError,
-                        "register_state: save and load must be callable");
+    if (!save || !load)
+        return PyErr_Format(PyExc_TypeError, "register_state() missing "
+                            "required keyword-only argument: '%s'",
+                            save ? "load" : "save");
+    if (!PyCallable_Check(save) || !PyCallable_Check(load)
+        || (ledger != Py_None && !PyCallable_Check(ledger))) {
+        PyErr_SetString(PyExc_TypeError, "register_state: save, load (and "
+                        "ledger, when given) must be callable");
         return NULL;
     }
     rngsnap *ctx = rsp_ctx_get(self);
@@ -314,6 +321,7 @@ static PyObject *ctx_register_state(rsp_context *self, PyObject *args,
     memcpy(a->name, name, nlen);
     a->save = Py_NewRef(save);
     a->load = Py_NewRef(load);
+    a->ledger = ledger == Py_None ? NULL : Py_NewRef(ledger);
     int rc;
     RSP_WITHOUT_GIL(self, rc = rngsnap_register_state(ctx, name,
                                                       &rsp_state_ops, a));
@@ -451,6 +459,9 @@ static PyMethodDef ctx_methods[] = {
     {"stream", (PyCFunction)(void (*)(void))ctx_stream,
      METH_VARARGS | METH_KEYWORDS,
      "stream(backend, device=0, name='default') -> Stream"},
+    {"ledger", (PyCFunction)(void (*)(void))rsp_ctx_ledger,
+     METH_VARARGS | METH_KEYWORDS,
+     "ledger(path) -> Ledger: open (or continue) the divergence ledger"},
     {"streams", (PyCFunction)ctx_streams, METH_NOARGS,
      "Every stream of the registry, in its fixed order."},
     {"set_rank", (PyCFunction)ctx_set_rank, METH_VARARGS,

@@ -59,6 +59,7 @@ PyMODINIT_FUNC PyInit__rngsnap(void)
     if (PyType_Ready(&rsp_context_type) < 0
         || PyType_Ready(&rsp_stream_type) < 0
         || PyType_Ready(&rsp_keyed_type) < 0
+        || PyType_Ready(&rsp_ledger_type) < 0
         || PyModule_AddObjectRef(m, "Context",
                                  (PyObject *)&rsp_context_type) < 0
         || PyModule_AddObjectRef(m, "Stream",

@@ -20,6 +20,7 @@ typedef struct rsp_app {
     struct rsp_context *owner; /* borrowed: the context owns this        */
     char *name;                /* as registered (unregister_state finds it) */
     PyObject *save, *load;     /* callables                              */
+    PyObject *ledger;          /* the ledger's cheaper reader, or NULL   */
     PyObject *cached;          /* bytes from the last size() call, if any */
     struct rsp_app *next;
 } rsp_app;
@@ -43,6 +44,9 @@ typedef struct rsp_stream {
 } rsp_stream;
 
 extern PyTypeObject rsp_context_type, rsp_stream_type, rsp_keyed_type;
+extern PyTypeObject rsp_ledger_type;
+/* ledger.c: Context.ledger(path) */
+PyObject *rsp_ctx_ledger(rsp_context *c, PyObject *args, PyObject *kw);
 
 /* errors.c */
 int rsp_errors_init(PyObject *module);
@@ -67,6 +71,9 @@ typedef struct rsp_call {
     rsp_context *c;
     struct rsp_call *up; /* the call this thread ran it from, if any */
 } rsp_call;
+/* Set on this thread while a ledger step runs its callables: an app with
+ * a ledger reader is read through it (ledger.c, callbacks.c). */
+extern _Thread_local int rsp_ledger_reading;
 /* Around a C call that runs callables: records it, counts busy. */
 void rsp_file_call_begin(rsp_context *c, rsp_call *call);
 void rsp_file_call_end(rsp_call *call);

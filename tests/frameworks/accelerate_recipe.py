@@ -12,7 +12,9 @@ not fit this process (another device set, rank count, generator kind).
     (or accelerate launch accelerate_recipe.py ...; checkpoints at epoch ends)
 """
 import os
+import random
 
+import numpy as np
 import torch
 from accelerate import Accelerator
 from torch import nn
@@ -45,6 +47,8 @@ def main():
     args = parse_args()
     accelerator = Accelerator()
     torch.manual_seed(1234)  # model init; a resumed job loads the weights
+    np.random.seed(1234)  # and NumPy's, random's: ledger diff compares
+    random.seed(1234)  # every generator of the runs, used or not
     model = net()
     opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
 
@@ -62,6 +66,7 @@ def main():
     # nothing drew before the restore belongs where load_state begins.
     accelerator.register_load_state_pre_hook(
         lambda models, input_dir: tracker.check_order())
+    ledger = ctx.ledger(os.path.join(args.dir, "ledger/"))  # one file a rank
 
     done = 0
     if args.resume:  # the last whole checkpoint: folders appear renamed
@@ -72,12 +77,13 @@ def main():
 
     loss_fn = nn.BCEWithLogitsLoss()
     for epoch in range(done, EPOCHS):
-        for x, y in loader:
+        for i, (x, y) in enumerate(loader):
             opt.zero_grad()
             loss = loss_fn(model(x), y)  # dropout: the device's generator
             accelerator.backward(loss)
             opt.step()
             print("loss", loss.item().hex(), flush=True)
+            ledger.step(epoch * len(loader) + i)  # rngsnap ledger diff
         path = os.path.join(args.dir, "epoch-%d" % (epoch + 1))
         accelerator.save_state(path + ".tmp")
         accelerator.wait_for_everyone()

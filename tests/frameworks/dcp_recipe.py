@@ -72,6 +72,7 @@ def train(args):
         model.load_state_dict(state["model"])
         resumed(state["step"])
 
+    ledger = ctx.ledger(os.path.join(args.dir, "ledger/"))  # one file a rank
     for epoch in sampler.epochs():
         for x, y in sampler.batches(loader):
             opt.zero_grad()
@@ -79,6 +80,7 @@ def train(args):
             loss.backward()
             opt.step()
             step += 1
+            ledger.step(step)  # rngsnap ledger diff
             print("loss", loss.item().hex(), flush=True)
             if step % CKPT_EVERY == 0:
                 dcp.save({"model": model.state_dict(), "rng": rng,

@@ -221,6 +221,19 @@ def framework(recipe, python):
         what, python, last, ENV_HINT)
 
 
+def ledger_diff(a, b, ranks):
+    """None when `rngsnap ledger diff A B` finds every common step equal on
+    every rank, else why not."""
+    tool = os.path.join(os.environ["RNGSNAP_BUILD_ROOT"], "tools", "rngsnap")
+    p = subprocess.run([tool, "ledger", "diff", a, b], capture_output=True,
+                       text=True)
+    want = "on %d rank%s\n" % (ranks, "" if ranks == 1 else "s")
+    if p.returncode != 0 or not p.stdout.endswith(want):
+        return "ledger diff of the uninterrupted and the resumed run " \
+            "(exit %d):\n%s%s" % (p.returncode, p.stdout, p.stderr)
+    return None
+
+
 def scenario(cmd, ranks, extra, tag, expect, base_env):
     work = tempfile.mkdtemp(prefix="rngsnap-recipe-")
     try:
@@ -276,6 +289,9 @@ def scenario(cmd, ranks, extra, tag, expect, base_env):
                     "resumed %s, uninterrupted %s)" % (
                         r, n, len(losses(want)), losses(out)[:2],
                         losses(want)[n:n + 2])
+        if expect == "exact":  # the recipes' divergence ledgers agree too
+            return ledger_diff(os.path.join(work, "whole", "ledger"),
+                               os.path.join(work, "job", "ledger"), ranks)
         return None
     finally:
         shutil.rmtree(work, ignore_errors=True)

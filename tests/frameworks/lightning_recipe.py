@@ -9,9 +9,11 @@ import os
 
 import torch
 try:  # the lightning package; pytorch-lightning has the same code
-    from lightning.pytorch import Callback, LightningModule, Trainer
+    from lightning.pytorch import (Callback, LightningModule, Trainer,
+                                   seed_everything)
 except ImportError:
-    from pytorch_lightning import Callback, LightningModule, Trainer
+    from pytorch_lightning import (Callback, LightningModule, Trainer,
+                                   seed_everything)
 from torch import nn
 
 import rngsnap
@@ -60,6 +62,17 @@ class RngsnapCallback(Callback):
         self.ctx.load_state_dict(state_dict)
 
 
+class LedgerMark(Callback):
+    """Each training step into the divergence ledger (rngsnap ledger
+    diff)."""
+
+    def __init__(self, ledger):
+        self.ledger = ledger
+
+    def on_train_batch_end(self, trainer, pl_module, outputs, batch, i):
+        self.ledger.step(trainer.global_step)
+
+
 class EpochCheckpoint(Callback):
     """trainer.save_checkpoint at each epoch end, whole or not there
     (ModelCheckpoint calls the same save_checkpoint)."""
@@ -84,6 +97,7 @@ class EpochCheckpoint(Callback):
 def main():
     args = parse_args()
     torch.manual_seed(1234)  # model init; a resumed job loads the weights
+    seed_everything(1234)  # NumPy and random too: ledger diff compares them
     ctx = rngsnap.Context(resume=args.resume)
     shuffle = ctx.register_generator("loader", torch.Generator().manual_seed(5))
     model = Net(shuffle)
@@ -97,7 +111,9 @@ def main():
                       enable_checkpointing=False, enable_progress_bar=False,
                       enable_model_summary=False, num_sanity_val_steps=0,
                       callbacks=[RngsnapCallback(ctx),
-                                 EpochCheckpoint(args.dir, shuffle, args.resume)])
+                                 EpochCheckpoint(args.dir, shuffle, args.resume),
+                                 LedgerMark(ctx.ledger(os.path.join(
+                                     args.dir, "ledger/")))])
     trainer.fit(model, ckpt_path=ckpt)
     ctx.close()
 

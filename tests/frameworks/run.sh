@@ -21,6 +21,7 @@ fi
 if [ -d "$B/python/rngsnap" ]; then
   export PYTHONPATH="$PWD/python:$PWD/$B/python${PYTHONPATH:+:$PYTHONPATH}"
   export RNGSNAP_CONFIG="${RNGSNAP_CONFIG:-$PWD/$B/config/rng.ini}"
+  export RNGSNAP_BUILD_ROOT="${RNGSNAP_BUILD_ROOT:-$PWD/$B}"  # rngsnap ledger diff
 fi
 if ! "$PYTHON" -c 'import rngsnap.torch' 2>/dev/null; then
   echo "FAIL: $PYTHON ($(command -v "$PYTHON")) cannot import rngsnap.torch;" \

@@ -56,6 +56,10 @@ class RngsnapCallback(TrainerCallback):
         # After Trainer.__init__'s set_seed and the model: from here on,
         # a draw before the load is an OrderError.
         self.tracker = rngsnap.torch.track(self.ctx)
+        self.ledger = self.ctx.ledger(os.path.join(args.output_dir, "ledger/"))
+
+    def on_step_end(self, args, state, control, **kw):
+        self.ledger.step(state.global_step)  # rngsnap ledger diff
 
     def on_epoch_begin(self, args, state, control, **kw):
         # state.epoch is the checkpoint's: whole at an epoch end.
