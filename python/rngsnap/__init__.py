@@ -113,6 +113,8 @@ class Context(_rngsnap.Context):
 
     def __init__(self, config=None, resume=False, untracked="warn"):
         self._generators = _generators.Registry(self)
+        self._trackers = []  # rngsnap.torch.track()'s Trackers
+        self._loaded_by = None  # "ctx.load()" etc. once a load succeeded
         # What the load of a resumed context restored (_reseed.py).
         self._restored = _reseed.Restored(self, resume)
         self._seeders = _seeding.Seeders()
@@ -383,15 +385,23 @@ class Context(_rngsnap.Context):
         self._watch.before_save(method, collective)
 
     def _before_load(self, method, args, kw):
-        _generators.check_order(self._generators.drawn(), method, args, kw,
-                                "ctx.register_generator()",
-                                "registered generators")
+        _generators.check_order(self._order_groups(), method, args, kw)
         # A resumed context that drew since its load: refused (the core
         # refuses it for its streams, but names no generator).
         _reseed.check_reload(self, self._restored, method, args, kw)
         self._loading = method
 
+    def _order_groups(self):
+        """Every generator of this context that moved before its first
+        load, by the call that recorded it (the load's order check names
+        each one): [(names, since, what)]."""
+        groups = [(t._drawn(), _generators.TRACKED, "tracked generators")
+                  for t in self._trackers]
+        return groups + [(self._generators.drawn(), _generators.REGISTERED,
+                          "registered generators")]
+
     def _after_load(self):
+        self._loaded_by = "ctx.%s()" % self._loading
         self._generators.loaded()
         self._restored.loaded(self._loading)
         self._seeders.seed = None  # a later track() keeps the loaded state

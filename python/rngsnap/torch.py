@@ -34,7 +34,9 @@ from . import _fingerprint as _fp
 from . import _genstate as _gs
 from . import _reseed
 from ._encoding import raised_by_python
+from . import _generators as _gen
 from ._generators import awaiting_load as _awaiting_load, check_order
+from ._untracked import _stacklevel
 # Mid-epoch resume with a standard DataLoader (_sampler.py).
 from ._sampler import (DistributedResumableSampler, KeyedDataset,  # noqa
                        ResumableSampler, SampleKey, seed_words as _seed_words)
@@ -213,6 +215,9 @@ class Tracker:
         for g in self.generators:
             ctx.register_state(g.name, save=g.read, load=g.write)
         ctx._watch.holds_globals = True  # the untracked report's "held"
+        trackers = getattr(ctx, "_trackers", None)
+        if trackers is not None:  # the load's order check asks each
+            trackers.append(self)
         _add_seeders(ctx, self.generators, devices)
         # load_bytes also serves load_state_dict, which calls it
         for method in ("load", "load_bytes", "load_ranks"):
@@ -235,8 +240,13 @@ class Tracker:
                 if g.read() != self._at_track[g.name]]
 
     def _check_order(self, method, args, kw):
-        check_order(self._drawn(), method, args, kw,
-                    "rngsnap.torch.track()", "tracked generators")
+        # Every generator of the context that moved, the registered ones
+        # too: the refusal names each, not the first family found.
+        ctx = self._ctx()
+        groups = getattr(ctx, "_order_groups", None)
+        check_order(groups() if groups else [
+            (self._drawn(), _gen.TRACKED, "tracked generators")],
+            method, args, kw)
 
     def check_order(self):
         """The load's order check, now: OrderError (nothing changed) if
@@ -304,7 +314,9 @@ class Tracker:
         if self.fingerprint_mode == "strict":
             raise _enc.error(MismatchError, text + "\n(fingerprint=\"strict\""
                              ": nothing restored)")
-        warnings.warn(text, RuntimeWarning, stacklevel=2)
+        # At the job's own line (its load), not at rngsnap's frames
+        # between it and this callable.
+        warnings.warn(text, RuntimeWarning, stacklevel=_stacklevel())
 
 
 # ---- ctx.seed_all seeds the tracked generators too (_seeding.py) --------

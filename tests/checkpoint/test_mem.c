@@ -393,7 +393,8 @@ static void app_states_must_match(void **state)
     assert_int_equal(rngsnap_seed_all(ctx, 2), 0);
     refused_mem(ctx, data, size, RNGSNAP_E_MISMATCH,
                 "checkpoint bytes: checkpoint has app state progress, which "
-                "this configuration does not load");
+                "this context did not register (rngsnap_register_state "
+                "before the load); nothing restored");
     rngsnap_close(ctx);
 
     /* and the other way: one more app state here */
@@ -403,8 +404,9 @@ static void app_states_must_match(void **state)
     assert_int_equal(rngsnap_register_state(ctx, "extra", &app_ops, &extra),
                      0);
     refused_mem(ctx, data, size, RNGSNAP_E_MISMATCH,
-                "checkpoint bytes: this configuration has app state extra, "
-                "which the checkpoint lacks");
+                "checkpoint bytes: this context has app state extra "
+                "(registered with rngsnap_register_state), which the "
+                "checkpoint lacks; nothing restored");
     assert_int_equal(extra.loads, 0);
     rngsnap_free(data);
     rngsnap_close(ctx);
@@ -436,7 +438,8 @@ static void resume_gate_both_ways(void **state)
     assert_string_equal(rngsnap_errmsg(ctx),
                         "save checkpoint bytes: this context was opened "
                         "with RNGSNAP_RESUME and has not loaded a "
-                        "checkpoint yet (call rngsnap_load first)");
+                        "checkpoint yet (call rngsnap_load, "
+                        "rngsnap_load_mem or rngsnap_mpi_load first)");
     assert_null(early);
     assert_int_equal(early_size, 0);
     /* a failed load keeps the gate shut */
