@@ -749,12 +749,12 @@ static void damaged_entry(const struct rngsnap *ctx, const rs_fmt_view *v,
         return;
     size_t n = strlen(v->damaged_label);
     if (n > 3) /* " (gpu:0/augment)": what the damaged header reads */
-        snprintf(buf, len, " (section %zu is where this context saves %s; "
-                 "its damaged header reads %.*s)", i, label, (int)(n - 3),
+        snprintf(buf, len, " (where this context saves %s; its damaged "
+                 "header reads %.*s)", label, (int)(n - 3),
                  v->damaged_label + 2);
     else
-        snprintf(buf, len, " (section %zu is where this context saves %s; "
-                 "its header is damaged)", i, label);
+        snprintf(buf, len, " (where this context saves %s; its header is "
+                 "damaged)", label);
 }
 
 int rs_load_prepare(struct rngsnap *ctx, const char *path,
@@ -773,7 +773,7 @@ int rs_load_prepare(struct rngsnap *ctx, const char *path,
     if (rc) {
         char entry[700];
         damaged_entry(ctx, &pl->v, entry, sizeof entry);
-        return rs_error(ctx, rc, "%s; nothing restored%s", err, entry);
+        return rs_error(ctx, rc, "%s%s; nothing restored", err, entry);
     }
     const rngsnap_file_header *h = &pl->v.header;
     if (seeds && (h->rank != 0 || h->world_size != fork_world))

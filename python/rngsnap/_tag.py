@@ -70,7 +70,7 @@ def _has_tag(e):
 
 def _lacks_tag(e):
     return isinstance(e, MismatchError) and (
-        "configuration has app state %s," % TAG_STATE) in str(e)
+        "context has app state %s (" % TAG_STATE) in str(e)
 
 
 def _saved_tag(ctx, load, path):
