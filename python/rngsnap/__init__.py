@@ -295,6 +295,27 @@ class Context(_rngsnap.Context):
     # _hooks.install puts _before_save/_before_load/_after_load in front
     # of each save and load method, below the class).
 
+    def register_state(self, name, save, load):
+        """register_state(name, save=, load=): save() -> bytes is written
+        into every checkpoint as app state name, load(bytes) restores it.
+        In a context opened with resume=True, OrderError after its load
+        (that load restored nothing of it)."""
+        self._refuse_late("ctx.register_state(%r)" % (name,),
+                          "Register every app state before the load")
+        return super().register_state(name, save=save, load=load)
+
+    def _refuse_late(self, call, fix):
+        """A resumed context's load restores what was registered before
+        it: anything registered after would silently keep this run's
+        state.  OrderError naming call, then fix."""
+        if self._restored.resume and self._loaded_by and not self.closed:
+            from ._encoding import error
+            raise error(OrderError, (
+                "%s refused: this context was opened with resume=True and "
+                "%s has already restored it, so what this registers would "
+                "keep this run's state, not the checkpoint's. %s") % (
+                    call, self._loaded_by, fix))
+
     def register_generator(self, name, gen):
         """Save and restore gen, a generator the job owns, as the app
         state name, in a versioned, pickle-free encoding: a torch.Generator
@@ -304,6 +325,8 @@ class Context(_rngsnap.Context):
         generator under name is MismatchError.  In a context opened with
         resume=True, a load refuses with OrderError, changing nothing, if
         gen was drawn from between this call and the load.  Returns gen."""
+        self._refuse_late("ctx.register_generator(%r)" % (name,),
+                          "Register every generator before the load")
         self._generators.register(name, gen)
         return gen
 

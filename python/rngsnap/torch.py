@@ -185,6 +185,10 @@ class Tracker:
         # Weak: ctx holds our callables and wrappers, which hold us; a
         # strong reference would keep a dropped context alive until the
         # cycle collector runs.
+        refuse = getattr(ctx, "_refuse_late", None)
+        if refuse is not None:
+            refuse("rngsnap.torch.track(ctx)", "Call rngsnap.torch.track(ctx)"
+                   " before the load (after building the model)")
         self._ctx = weakref.ref(ctx)
         self.fingerprint_mode = fingerprint
         devices = _device_generators()
