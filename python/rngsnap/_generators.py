@@ -211,16 +211,22 @@ def check_order(groups, method, args, kw):
     args[1] or group=), naming the ranks where they drew."""
     drawn = [(names, since) for names, since, _ in groups if names]
     if method == "load_ranks":
+        # One all_reduce per group, on every rank alike (each rank has the
+        # same groups), so that the others can be named group by group.
         group = kw.get("group", args[1] if len(args) > 1 else None)
-        ranks = ranks_flagged(bool(drawn), group)
-        if ranks and not drawn:
+        elsewhere = []
+        for names, since, what in groups:
+            ranks = ranks_flagged(bool(names), group)
+            if ranks:
+                elsewhere.append("rank%s %s drew from %s between %s and "
+                                 "load_ranks()" % (
+                                     "s" if len(ranks) > 1 else "",
+                                     ", ".join(map(str, ranks)), what,
+                                     since))
+        if elsewhere and not drawn:
             raise _enc.error(OrderError, (
-                "load_ranks refused on every rank, nothing restored: "
-                "rank%s %s drew from %s between %s and load_ranks()") % (
-                    "s" if len(ranks) > 1 else "",
-                    ", ".join(map(str, ranks)),
-                    " or ".join(what for _, _, what in groups),
-                    " or ".join(since for _, since, _ in groups)))
+                "load_ranks refused on every rank, nothing restored: %s")
+                % "; ".join(elsewhere))
     if drawn:
         raise order_error(drawn)
 
