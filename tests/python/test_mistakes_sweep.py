@@ -183,6 +183,15 @@ def m_app_state_lacking(tmp_path):
     ctx.close()
 
 
+def m_tracked_checkpoint_loaded_without_track(tmp_path):
+    p = _checkpoint(tmp_path / "ck")
+    with rngsnap.Context(resume=True) as ctx:
+        refused(lambda: ctx.load(p), rngsnap.MismatchError,
+                ["app state rngsnap.fingerprint",
+                 "did you call rngsnap.torch.track(ctx) before load?"],
+                lambda: snapshot(ctx))
+
+
 def m_another_rng_ini(tmp_path):
     mine = os.environ["RNGSNAP_CONFIG"]
     text = open(mine).read().replace(
