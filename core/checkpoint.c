@@ -257,9 +257,10 @@ int rs_save_image(struct rngsnap *ctx, const char *path, uint8_t **image,
                                          a->name, nl, 0, (uint32_t)asz[i]);
         int arc = a->ops.save(a->user, st, asz[i]);
         if (arc != 0) {
-            rc = rs_error(ctx, RNGSNAP_E_BACKEND,
-                          "save %s: app state %s: save callback returned %d",
-                          path, a->name, arc);
+            char why[80];
+            rs_callback_failed(ctx, "save", arc, why, sizeof why);
+            rc = rs_error(ctx, RNGSNAP_E_BACKEND, "save %s: app state %s: %s",
+                          path, a->name, why);
             free(buf);
             goto out;
         }
@@ -293,7 +294,7 @@ static int save_checked(struct rngsnap *ctx, const char *what,
                         "%s: this context was opened with %s and has "
                         "not loaded a checkpoint yet (call %s first)",
                         what, rs_word(ctx, RS_W_RESUME),
-                        rs_word(ctx, RS_W_LOAD));
+                        rs_word(ctx, RS_W_LOAD_ANY));
     return rs_save_image(ctx, name, buf, len, NULL);
 }
 
@@ -606,12 +607,13 @@ static int backup_apps(struct rngsnap *ctx, const char *path, size_t **asz,
         const rs_app_state *a = &ctx->apps[i];
         int arc = a->ops.save(a->user, p, sz[i]);
         if (arc != 0) {
+            char why[80];
+            rs_callback_failed(ctx, "save", arc, why, sizeof why);
             free(sz);
             free(b);
             return rs_error(ctx, RNGSNAP_E_BACKEND,
-                            "load %s: backing up app state %s: save "
-                            "callback returned %d; nothing restored",
-                            path, a->name, arc);
+                            "load %s: backing up app state %s: %s; nothing "
+                            "restored", path, a->name, why);
         }
         p += sz[i];
     }
@@ -697,10 +699,11 @@ int rs_load_commit(struct rngsnap *ctx, rs_load_plan *pl)
             size_t bad = rollback_apps(ctx, abuf, asz, i)
                          + rollback_streams(ctx, backup, ctx->nstreams);
             (void)a->ops.load(a->user, ab, asz[i]);
+            char why[80];
+            rs_callback_failed(ctx, "load", arc, why, sizeof why);
             return rs_error(ctx, RNGSNAP_E_BACKEND,
-                            "load %s: app state %s: load callback returned "
-                            "%d; %s",
-                            path, a->name, arc,
+                            "load %s: app state %s: %s; %s",
+                            path, a->name, why,
                             bad ? "ROLLBACK INCOMPLETE"
                                 : "everything rolled back");
         }
@@ -730,6 +733,36 @@ void rs_load_finish(rs_load_plan *pl)
 
 /* ---- load: preparing ----------------------------------------------------- */
 
+/* A damaged section names its entry by its own header, which the damage
+ * may have hit: then say which entry this context writes at that place
+ * (streams in registry order, then app states), "" when the header reads
+ * the same or the place is past this context's entries. */
+static void damaged_entry(const struct rngsnap *ctx, const rs_fmt_view *v,
+                          char *buf, size_t len)
+{
+    char label[600], want[640];
+    size_t i = v->damaged ? v->damaged - 1 : SIZE_MAX;
+    buf[0] = '\0';
+    if (i < ctx->nstreams)
+        rs_stream_label(&ctx->streams[i], label, sizeof label);
+    else if (i != SIZE_MAX && i - ctx->nstreams < ctx->napps)
+        snprintf(label, sizeof label, "app state %s",
+                 ctx->apps[i - ctx->nstreams].name);
+    else
+        return;
+    snprintf(want, sizeof want, " (%s)", label);
+    if (strcmp(want, v->damaged_label) == 0)
+        return;
+    size_t n = strlen(v->damaged_label);
+    if (n > 3) /* " (gpu:0/augment)": what the damaged header reads */
+        snprintf(buf, len, " (where this context saves %s; its damaged "
+                 "header reads %.*s)", label, (int)(n - 3),
+                 v->damaged_label + 2);
+    else
+        snprintf(buf, len, " (where this context saves %s; its header is "
+                 "damaged)", label);
+}
+
 int rs_load_prepare(struct rngsnap *ctx, const char *path,
                     const uint8_t *buf, size_t len, const uint64_t *seeds,
                     int32_t fork_world, rs_load_plan *pl)
@@ -743,8 +776,11 @@ int rs_load_prepare(struct rngsnap *ctx, const char *path,
 
     char err[RS_ERRMSG_MAX];
     int rc = rs_fmt_decode(buf, len, path, 0, &pl->v, err, sizeof err);
-    if (rc)
-        return rs_error(ctx, rc, "%s; nothing restored", err);
+    if (rc) {
+        char entry[700];
+        damaged_entry(ctx, &pl->v, entry, sizeof entry);
+        return rs_error(ctx, rc, "%s%s; nothing restored", err, entry);
+    }
     const rngsnap_file_header *h = &pl->v.header;
     if (seeds && (h->rank != 0 || h->world_size != fork_world))
         return rs_error(ctx, RNGSNAP_E_MISMATCH,

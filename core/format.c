@@ -458,8 +458,12 @@ int rs_fmt_decode(const uint8_t *buf, size_t len, const char *what,
     for (uint32_t i = 0; i < count && rc == RNGSNAP_OK; i++) {
         rc = decode_section(p, t, i, buf, what, &v->sections[i], err,
                             errlen);
-        if (rc == RNGSNAP_OK)
+        if (rc == RNGSNAP_OK) {
             p += v->sections[i].size;
+        } else {
+            v->damaged = i + 1;
+            raw_label(p, t, v->damaged_label, sizeof v->damaged_label);
+        }
     }
     if (rc == RNGSNAP_OK && p != t)
         rc = fail(err, errlen, what,

@@ -42,6 +42,11 @@ typedef struct rs_fmt_section {
 typedef struct rs_fmt_view {
     rngsnap_file_header header;
     rs_fmt_section *sections; /* header.section_count of them (malloc) */
+    /* After a failed decode: 1 + the index of the section that failed
+     * (0: none), and its label as its possibly damaged header reads,
+     * " (cpu:0/augment)", or "" where unreadable. */
+    uint32_t damaged;
+    char damaged_label[160];
 } rs_fmt_view;
 
 /* Size of a section with these name lengths and state size. */

@@ -165,7 +165,8 @@ static void why_missing(const struct rngsnap_stream *e, char *buf,
  * sections no entry holds (not used[i]) beyond the device counts. */
 static void extra_text(const struct rngsnap *ctx, const rs_fmt_view *v,
                        const uint8_t *used, const int *fdev, int apps_only,
-                       char *buf, size_t len, const char **hint)
+                       char *buf, size_t len, const char **hint,
+                       int *streams)
 {
     size_t extra = 0, first = 0;
     buf[0] = '\0';
@@ -187,10 +188,18 @@ static void extra_text(const struct rngsnap *ctx, const rs_fmt_view *v,
     const rs_fmt_section *s = &v->sections[first];
     char has[600], why[700] = "";
     rs_fmt_section_label(&s->pub, has, sizeof has);
-    if (s->pub.kind == RNGSNAP_SECTION_STREAM)
+    if (s->pub.kind == RNGSNAP_SECTION_STREAM) {
         why_extra(ctx, s, why, sizeof why);
-    snprintf(buf, len, "checkpoint has %s, which this configuration does "
-             "not load%s", has, why);
+        *streams |= !why[0] || backend_named(ctx, s->pub.backend,
+                                             s->backend_len) == NULL;
+        snprintf(buf, len, "checkpoint has %s, which this configuration "
+                 "does not load%s", has, why);
+    } else {
+        /* App states come from the job's calls, not from rng.ini. */
+        snprintf(buf, len, "checkpoint has %s, which this context did not "
+                 "register (%s before the load)", has,
+                 rs_word(ctx, RS_W_REGISTER_APP));
+    }
     if (extra > 1)
         snprintf(buf + strlen(buf), len - strlen(buf), " (and %zu more)",
                  extra - 1);
@@ -200,10 +209,11 @@ static void extra_text(const struct rngsnap *ctx, const rs_fmt_view *v,
  * entries and app states without a section, beyond the device counts. */
 static void missing_text(const struct rngsnap *ctx, const uint32_t *smap,
                          const uint32_t *amap, const int *fdev,
-                         int apps_only, char *buf, size_t len)
+                         int apps_only, char *buf, size_t len, int *streams)
 {
     size_t missing = 0;
     char lack[600] = "", why[400] = "";
+    const char *has = "this configuration has";
     buf[0] = '\0';
     for (size_t e = 0; e < ctx->nstreams && !apps_only; e++) {
         const struct rngsnap_stream *s = &ctx->streams[e];
@@ -212,15 +222,20 @@ static void missing_text(const struct rngsnap *ctx, const uint32_t *smap,
         if (missing++ == 0) {
             rs_stream_label(s, lack, sizeof lack);
             why_missing(s, why, sizeof why);
+            *streams |= !why[0];
         }
     }
     for (size_t a = 0; a < ctx->napps; a++)
-        if (amap[a] == RS_NONE && missing++ == 0)
-            snprintf(lack, sizeof lack, "app state %s", ctx->apps[a].name);
+        if (amap[a] == RS_NONE && missing++ == 0) {
+            /* App states come from the job's calls, not from rng.ini. */
+            has = "this context has";
+            snprintf(lack, sizeof lack, "app state %s (registered with %s)",
+                     ctx->apps[a].name, rs_word(ctx, RS_W_REGISTER_APP));
+        }
     if (!missing)
         return;
-    snprintf(buf, len, "this configuration has %s, which the checkpoint "
-             "lacks%s", lack, why);
+    snprintf(buf, len, "%s %s, which the checkpoint lacks%s", has, lack,
+             why);
     if (missing > 1)
         snprintf(buf + strlen(buf), len - strlen(buf), " (and %zu more)",
                  missing - 1);
@@ -251,15 +266,25 @@ int rs_mismatch_error(struct rngsnap *ctx, const char *path,
     char gaps[1200], a[1500], b[1200];
     device_gaps(ctx, fdev, gaps, sizeof gaps);
     const char *hint;
-    extra_text(ctx, v, used, fdev, apps_only, a, sizeof a, &hint);
-    missing_text(ctx, smap, amap, fdev, apps_only, b, sizeof b);
+    int streams = 0; /* a stream offender that no backend explains */
+    extra_text(ctx, v, used, fdev, apps_only, a, sizeof a, &hint, &streams);
+    missing_text(ctx, smap, amap, fdev, apps_only, b, sizeof b, &streams);
     free(used);
     free(fdev);
-    if (!gaps[0])
+    if (!gaps[0] && !streams) /* app states only: rng.ini plays no part */
         return rs_error(ctx, RNGSNAP_E_MISMATCH, "%s: %s%s%s; nothing "
-                        "restored (configuration %s)%s%s", path, a,
-                        a[0] && b[0] ? "; " : "", b, ctx->ini_path,
-                        hint ? "; " : "", hint ? hint : "");
+                        "restored%s%s", path, a, a[0] && b[0] ? "; " : "",
+                        b, hint ? "; " : "", hint ? hint : "");
+    if (!gaps[0])
+        /* Other streams: most often a checkpoint of another rng.ini. */
+        return rs_error(ctx, RNGSNAP_E_MISMATCH, "%s: %s%s%s; nothing "
+                        "restored (configuration %s). If the checkpoint "
+                        "was written under another rng.ini, open this job "
+                        "with that one (%s, or RNGSNAP_CONFIG); 'rngsnap "
+                        "inspect %s' lists the streams it holds%s%s", path,
+                        a, a[0] && b[0] ? "; " : "", b, ctx->ini_path,
+                        rs_word(ctx, RS_W_CONFIG), path, hint ? "; " : "",
+                        hint ? hint : "");
     return rs_error(ctx, RNGSNAP_E_MISMATCH, "%s: %s%s%s%s%s; nothing "
                     "restored (configuration %s). Resume where the same "
                     "devices are present as where the checkpoint was "

@@ -238,7 +238,8 @@ int rs_stream_gate(rngsnap_stream *s, rs_word_id call)
                         "context was opened with %s and no checkpoint has "
                         "been loaded yet (call %s first)", rs_word(ctx, call),
                         rs_stream_label(s, label, sizeof label),
-                        rs_word(ctx, RS_W_RESUME), rs_word(ctx, RS_W_LOAD));
+                        rs_word(ctx, RS_W_RESUME),
+                        rs_word(ctx, RS_W_LOAD_ANY));
     }
     return RNGSNAP_OK;
 }
@@ -298,7 +299,7 @@ int rs_seed_gate(rngsnap_stream *s, rs_word_id call)
                     "first, or %s to resume a checkpoint)",
                     rs_word(ctx, call), rs_stream_label(s, label,
                     sizeof label), rs_word(ctx, RS_W_SEED_ALL),
-                    rs_word(ctx, RS_W_LOAD));
+                    rs_word(ctx, RS_W_LOAD_ANY));
 }
 
 static int call_failed(rngsnap_stream *s, int rc, const char *call,

@@ -5,6 +5,7 @@
  * environment variables (RNGSNAP_CONFIG, RNGSNAP_PLUGIN_PATH) and file
  * names are the same in every language and stay in the messages.
  */
+#include <stdio.h>
 #include <string.h>
 
 #include "context.h"
@@ -36,11 +37,29 @@ static const char *const rs_words[RS_W_COUNT][RS_LANG_COUNT] = {
     [RS_W_LEDGER_NOTE]    = {"rngsnap_ledger_note", "led.note()"},
     [RS_W_LEDGER_STEP]    = {"rngsnap_ledger_step", "led.step()"},
     [RS_W_LEDGER_CLOSE]   = {"rngsnap_ledger_close", "led.close()"},
+    /* Before its load a context cannot know which one the job will use:
+     * name them all (a load_state_dict job must not read "ctx.load()"). */
+    [RS_W_LOAD_ANY]       = {"rngsnap_load, rngsnap_load_mem or "
+                             "rngsnap_mpi_load",
+                             "ctx.load(), ctx.load_state_dict(), "
+                             "ctx.load_bytes() or ctx.load_ranks(), "
+                             "whichever this job resumes with,"},
+    [RS_W_REGISTER_APP]   = {"rngsnap_register_state",
+                             "ctx.register_state() or "
+                             "ctx.register_generator()"},
+    [RS_W_CONFIG]         = {"the ini_path of rngsnap_open",
+                             "Context(config=...)"},
+    /* "app state X: load callback returned 1" / "...: its load
+     * callable failed" (the binding adds what the callable raised). */
+    [RS_W_CALLBACK]       = {"callback", "callable"},
 };
 
 /* App states that a host language's own layer registers as a family,
  * and what to say when a checkpoint has one and the context none. */
 #define RS_TRACK_HINT "did you call rngsnap.torch.track(ctx) before load?"
+#define RS_SAMPLER_HINT                                                    \
+    "did you build the rngsnap.torch.ResumableSampler before load? it "    \
+    "registers its position when it is built, and the load restores it"
 static const struct {
     rs_lang lang;
     const char *prefix;
@@ -48,6 +67,7 @@ static const struct {
 } rs_layer_states[] = {
     {RS_LANG_PYTHON, "rngsnap.fingerprint", RS_TRACK_HINT},
     {RS_LANG_PYTHON, "torch.", RS_TRACK_HINT},
+    {RS_LANG_PYTHON, "rngsnap.sampler", RS_SAMPLER_HINT},
 };
 
 void rs_set_lang(rngsnap *ctx, rs_lang lang)
@@ -66,6 +86,18 @@ static int starts_with(const char *s, size_t len, const char *prefix)
 {
     size_t n = strlen(prefix);
     return len >= n && memcmp(s, prefix, n) == 0;
+}
+
+void rs_callback_failed(const rngsnap *ctx, const char *which, int rc,
+                        char *buf, size_t len)
+{
+    if (ctx && ctx->lang == RS_LANG_PYTHON)
+        /* rc is the binding's, not the user's: it says "raised" next */
+        snprintf(buf, len, "its %s %s failed", which,
+                 rs_word(ctx, RS_W_CALLBACK));
+    else
+        snprintf(buf, len, "%s %s returned %d", which,
+                 rs_word(ctx, RS_W_CALLBACK), rc);
 }
 
 const char *rs_extra_state_hint(const rngsnap *ctx, const char *name,

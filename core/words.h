@@ -43,6 +43,10 @@ typedef enum rs_word_id {
     RS_W_LEDGER_NOTE,
     RS_W_LEDGER_STEP,
     RS_W_LEDGER_CLOSE,
+    RS_W_LOAD_ANY,       /* every load a job may resume with    */
+    RS_W_REGISTER_APP,   /* every call that registers app state */
+    RS_W_CONFIG,         /* how a job names its rng.ini         */
+    RS_W_CALLBACK,       /* an app state's save/load function   */
     RS_W_COUNT
 } rs_word_id;
 
@@ -52,6 +56,11 @@ void rs_set_lang(rngsnap *ctx, rs_lang lang);
 
 /* The spelling of w for ctx's language (C for a NULL ctx). */
 const char *rs_word(const rngsnap *ctx, rs_word_id w);
+
+/* "load callback returned 6" (C) / "its load callable failed" (Python)
+ * into buf: which is "save" or "load", rc what the function returned. */
+void rs_callback_failed(const rngsnap *ctx, const char *which, int rc,
+                        char *buf, size_t len);
 
 /* What a load adds to its message when the checkpoint has app state
  * name (len bytes, no NUL) that ctx lacks, because ctx's host layer

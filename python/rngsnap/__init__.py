@@ -113,6 +113,8 @@ class Context(_rngsnap.Context):
 
     def __init__(self, config=None, resume=False, untracked="warn"):
         self._generators = _generators.Registry(self)
+        self._trackers = []  # rngsnap.torch.track()'s Trackers
+        self._loaded_by = None  # "ctx.load()" etc. once a load succeeded
         # What the load of a resumed context restored (_reseed.py).
         self._restored = _reseed.Restored(self, resume)
         self._seeders = _seeding.Seeders()
@@ -293,6 +295,27 @@ class Context(_rngsnap.Context):
     # _hooks.install puts _before_save/_before_load/_after_load in front
     # of each save and load method, below the class).
 
+    def register_state(self, name, save, load):
+        """register_state(name, save=, load=): save() -> bytes is written
+        into every checkpoint as app state name, load(bytes) restores it.
+        In a context opened with resume=True, OrderError after its load
+        (that load restored nothing of it)."""
+        self._refuse_late("ctx.register_state(%r)" % (name,),
+                          "Register every app state before the load")
+        return super().register_state(name, save=save, load=load)
+
+    def _refuse_late(self, call, fix):
+        """A resumed context's load restores what was registered before
+        it: anything registered after would silently keep this run's
+        state.  OrderError naming call, then fix."""
+        if self._restored.resume and self._loaded_by and not self.closed:
+            from ._encoding import error
+            raise error(OrderError, (
+                "%s refused: this context was opened with resume=True and "
+                "%s has already restored it, so what this registers would "
+                "keep this run's state, not the checkpoint's. %s") % (
+                    call, self._loaded_by, fix))
+
     def register_generator(self, name, gen):
         """Save and restore gen, a generator the job owns, as the app
         state name, in a versioned, pickle-free encoding: a torch.Generator
@@ -302,6 +325,8 @@ class Context(_rngsnap.Context):
         generator under name is MismatchError.  In a context opened with
         resume=True, a load refuses with OrderError, changing nothing, if
         gen was drawn from between this call and the load.  Returns gen."""
+        self._refuse_late("ctx.register_generator(%r)" % (name,),
+                          "Register every generator before the load")
         self._generators.register(name, gen)
         return gen
 
@@ -383,15 +408,23 @@ class Context(_rngsnap.Context):
         self._watch.before_save(method, collective)
 
     def _before_load(self, method, args, kw):
-        _generators.check_order(self._generators.drawn(), method, args, kw,
-                                "ctx.register_generator()",
-                                "registered generators")
+        _generators.check_order(self._order_groups(), method, args, kw)
         # A resumed context that drew since its load: refused (the core
         # refuses it for its streams, but names no generator).
         _reseed.check_reload(self, self._restored, method, args, kw)
         self._loading = method
 
+    def _order_groups(self):
+        """Every generator of this context that moved before its first
+        load, by the call that recorded it (the load's order check names
+        each one): [(names, since, what)]."""
+        groups = [(t._drawn(), _generators.TRACKED, "tracked generators")
+                  for t in self._trackers]
+        return groups + [(self._generators.drawn(), _generators.REGISTERED,
+                          "registered generators")]
+
     def _after_load(self):
+        self._loaded_by = "ctx.%s()" % self._loading
         self._generators.loaded()
         self._restored.loaded(self._loading)
         self._seeders.seed = None  # a later track() keeps the loaded state

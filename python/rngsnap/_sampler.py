@@ -24,7 +24,7 @@ import weakref
 import numpy as _np
 import torch as _torch
 
-from . import CorruptError, MismatchError
+from . import CorruptError, MismatchError, OrderError
 from . import _encoding as _enc
 from . import _reseed
 
@@ -107,6 +107,16 @@ class ResumableSampler(_torch.utils.data.Sampler):
         if rank >= world_size:
             raise ValueError("rank %d is not below world_size %d"
                              % (rank, world_size))
+        loaded_by = getattr(ctx, "_loaded_by", None)
+        if loaded_by:
+            # Its position is an app state: a load before it restored none,
+            # and the sampler would start the job over at epoch 0.
+            raise _enc.error(OrderError, (
+                "%s: %s built after %s; it registers its position with "
+                "the context when it is built, so that load restored none "
+                "and the resumed job would start again at epoch 0, batch "
+                "0. Build the sampler before the load") % (
+                    name, type(self).__name__, loaded_by))
         self.stream, self.name = stream, name
         self.length, self.batch_size, self.num_epochs = (length, batch_size,
                                                          epochs)

@@ -6,7 +6,7 @@ only ("RSTA" v1: header, u8 kind (0 int, 1 str), the value's UTF-8 text),
 so no format change.  A load with a tag checks it in the state's load
 callable: a mismatch fails the C load, which rolls everything back.
 """
-from . import Error, MismatchError
+from . import Error, MismatchError, _rngsnap
 from . import _encoding as _enc
 
 TAG_STATE = "rngsnap.tag"
@@ -55,8 +55,11 @@ class Tagged:
             raise _Differs(saved)
 
     def __enter__(self):
-        self.ctx.register_state(TAG_STATE, save=lambda: encode(self.tag),
-                                load=self._load)
+        # The C method: a save's tag is no state of the job, and may be
+        # registered after a resumed context's load.
+        _rngsnap.Context.register_state(
+            self.ctx, TAG_STATE, save=lambda: encode(self.tag),
+            load=self._load)
         return self
 
     def __exit__(self, *exc):
@@ -70,7 +73,7 @@ def _has_tag(e):
 
 def _lacks_tag(e):
     return isinstance(e, MismatchError) and (
-        "configuration has app state %s," % TAG_STATE) in str(e)
+        "context has app state %s (" % TAG_STATE) in str(e)
 
 
 def _saved_tag(ctx, load, path):

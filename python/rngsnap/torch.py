@@ -35,7 +35,9 @@ from . import _genstate as _gs
 from . import _ledger_digest as _ld
 from . import _reseed
 from ._encoding import raised_by_python
+from . import _generators as _gen
 from ._generators import awaiting_load as _awaiting_load, check_order
+from ._untracked import _stacklevel
 # Mid-epoch resume with a standard DataLoader (_sampler.py).
 from ._sampler import (DistributedResumableSampler, KeyedDataset,  # noqa
                        ResumableSampler, SampleKey, seed_words as _seed_words)
@@ -187,6 +189,10 @@ class Tracker:
         # Weak: ctx holds our callables and wrappers, which hold us; a
         # strong reference would keep a dropped context alive until the
         # cycle collector runs.
+        refuse = getattr(ctx, "_refuse_late", None)
+        if refuse is not None:
+            refuse("rngsnap.torch.track(ctx)", "Call rngsnap.torch.track(ctx)"
+                   " before the load (after building the model)")
         self._ctx = weakref.ref(ctx)
         self.fingerprint_mode = fingerprint
         devices = _device_generators()
@@ -219,6 +225,9 @@ class Tracker:
             ctx.register_state(g.name, save=g.read, load=g.write,
                                ledger=g.ledger)
         ctx._watch.holds_globals = True  # the untracked report's "held"
+        trackers = getattr(ctx, "_trackers", None)
+        if trackers is not None:  # the load's order check asks each
+            trackers.append(self)
         _add_seeders(ctx, self.generators, devices)
         # load_bytes also serves load_state_dict, which calls it
         for method in ("load", "load_bytes", "load_ranks"):
@@ -241,8 +250,13 @@ class Tracker:
                 if g.read() != self._at_track[g.name]]
 
     def _check_order(self, method, args, kw):
-        check_order(self._drawn(), method, args, kw,
-                    "rngsnap.torch.track()", "tracked generators")
+        # Every generator of the context that moved, the registered ones
+        # too: the refusal names each, not the first family found.
+        ctx = self._ctx()
+        groups = getattr(ctx, "_order_groups", None)
+        check_order(groups() if groups else [
+            (self._drawn(), _gen.TRACKED, "tracked generators")],
+            method, args, kw)
 
     def check_order(self):
         """The load's order check, now: OrderError (nothing changed) if
@@ -319,7 +333,9 @@ class Tracker:
         if self.fingerprint_mode == "strict":
             raise _enc.error(MismatchError, text + "\n(fingerprint=\"strict\""
                              ": nothing restored)")
-        warnings.warn(text, RuntimeWarning, stacklevel=2)
+        # At the job's own line (its load), not at rngsnap's frames
+        # between it and this callable.
+        warnings.warn(text, RuntimeWarning, stacklevel=_stacklevel())
 
 
 # ---- ctx.seed_all seeds the tracked generators too (_seeding.py) --------

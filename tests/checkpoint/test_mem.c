@@ -313,6 +313,59 @@ static void every_flip_and_truncation_refused(void **state)
 
 /* More than a checkpoint may hold is refused before a byte is read
  * (the pages are reserved, never touched). */
+/* A flip in a section's header hides which entry the section held: the
+ * load names the entry this context saves at that place, in C words. */
+static void damaged_section_names_its_entry(void **state)
+{
+    (void)state;
+    app a = {0};
+    app_set(&a, "p");
+    rngsnap *ctx = open_with_app(&a, 0);
+    void *data;
+    size_t size;
+    save_mem_ok(ctx, &data, &size);
+    size_t n = rngsnap_stream_count(ctx), at[64], count = 0;
+    for (size_t off = RS_FMT_HEADER_SIZE; off < size - RS_FMT_TRAILER_SIZE;
+         count++) {
+        assert_true(count < 64);
+        at[count] = off;
+        uint32_t sz;
+        memcpy(&sz, (uint8_t *)data + off + 4, 4);
+        off += sz;
+    }
+    assert_int_equal(count, n + 1); /* the streams, then "progress" */
+    assert_true(n >= 2);
+    ct_snap before = ct_take(ctx);
+    for (size_t i = 1; i <= n; i += n - 1) {
+        uint8_t *bad = malloc(size);
+        memcpy(bad, data, size);
+        bad[at[i]] ^= 4; /* the kind: no label can be read */
+        assert_int_equal(rngsnap_load_mem(ctx, bad, size, 0),
+                         RNGSNAP_E_CORRUPT);
+        char entry[300], want[600];
+        if (i < n) {
+            rngsnap_stream *s = rngsnap_stream_at(ctx, i);
+            snprintf(entry, sizeof entry, "%s:%d/%s",
+                     rngsnap_stream_backend(s), rngsnap_stream_device(s),
+                     rngsnap_stream_name(s));
+        } else {
+            snprintf(entry, sizeof entry, "app state progress");
+        }
+        snprintf(want, sizeof want, "checkpoint bytes: section %zu at byte "
+                 "%zu: checksum mismatch (where this context saves %s; its "
+                 "header is damaged); nothing restored", i, at[i], entry);
+        assert_string_equal(rngsnap_errmsg(ctx), want);
+        free(bad);
+    }
+    ct_snap after = ct_take(ctx);
+    assert_true(ct_snap_equal(before, after));
+    ct_snap_free(&before);
+    ct_snap_free(&after);
+    assert_int_equal(a.loads, 0);
+    rngsnap_free(data);
+    rngsnap_close(ctx);
+}
+
 static void oversized_bytes_refused(void **state)
 {
     (void)state;
@@ -393,7 +446,8 @@ static void app_states_must_match(void **state)
     assert_int_equal(rngsnap_seed_all(ctx, 2), 0);
     refused_mem(ctx, data, size, RNGSNAP_E_MISMATCH,
                 "checkpoint bytes: checkpoint has app state progress, which "
-                "this configuration does not load");
+                "this context did not register (rngsnap_register_state "
+                "before the load); nothing restored");
     rngsnap_close(ctx);
 
     /* and the other way: one more app state here */
@@ -403,8 +457,9 @@ static void app_states_must_match(void **state)
     assert_int_equal(rngsnap_register_state(ctx, "extra", &app_ops, &extra),
                      0);
     refused_mem(ctx, data, size, RNGSNAP_E_MISMATCH,
-                "checkpoint bytes: this configuration has app state extra, "
-                "which the checkpoint lacks");
+                "checkpoint bytes: this context has app state extra "
+                "(registered with rngsnap_register_state), which the "
+                "checkpoint lacks; nothing restored");
     assert_int_equal(extra.loads, 0);
     rngsnap_free(data);
     rngsnap_close(ctx);
@@ -436,7 +491,8 @@ static void resume_gate_both_ways(void **state)
     assert_string_equal(rngsnap_errmsg(ctx),
                         "save checkpoint bytes: this context was opened "
                         "with RNGSNAP_RESUME and has not loaded a "
-                        "checkpoint yet (call rngsnap_load first)");
+                        "checkpoint yet (call rngsnap_load, "
+                        "rngsnap_load_mem or rngsnap_mpi_load first)");
     assert_null(early);
     assert_int_equal(early_size, 0);
     /* a failed load keeps the gate shut */
@@ -560,6 +616,7 @@ int main(void)
         cmocka_unit_test(bytes_equal_a_file_of_the_same_state),
         cmocka_unit_test(bytes_and_files_load_both_ways),
         cmocka_unit_test(every_flip_and_truncation_refused),
+        cmocka_unit_test(damaged_section_names_its_entry),
         cmocka_unit_test(oversized_bytes_refused),
         cmocka_unit_test(rank_and_world_size_checked),
         cmocka_unit_test(app_states_must_match),

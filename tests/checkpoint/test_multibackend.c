@@ -183,7 +183,10 @@ static void backend_on_one_side_only(void **state)
     snprintf(text, sizeof text, "checkpoint has multidev2:0/x, which this "
              "configuration does not load (no [backend.multidev2] in this "
              "configuration) (and 1 more); nothing restored (configuration "
-             "%s)", only_a);
+             "%s). If the checkpoint was written under another rng.ini, open "
+             "this job with that one (the ini_path of rngsnap_open, or "
+             "RNGSNAP_CONFIG); 'rngsnap inspect %s' lists the streams it "
+             "holds", only_a, ckpt("ab.ckpt"));
     refused(only_a, ckpt("ab.ckpt"), RNGSNAP_E_MISMATCH, text);
     /* one device fewer: the counts, and where this one comes from (the
      * plugin's driver, as its status line says) */
@@ -269,7 +272,10 @@ static void device_count_in_admin_terms(void **state)
                                                    "default"));
     snprintf(text, sizeof text, "%s: checkpoint has cuda:0/dropout, which "
              "this configuration does not load (and 1 more); nothing "
-             "restored (configuration %s)", file, ini4d);
+             "restored (configuration %s). If the checkpoint was written "
+             "under another rng.ini, open this job with that one (the "
+             "ini_path of rngsnap_open, or RNGSNAP_CONFIG); 'rngsnap inspect "
+             "%s' lists the streams it holds", file, ini4d, file);
     refused_exactly(ini4d, file, RNGSNAP_E_MISMATCH, text);
 }
 
@@ -561,8 +567,9 @@ static void app_state_on_one_side_only(void **state)
 
     /* checkpoint has it, this context does not register it */
     refused(ini(MD_A), ckpt("app1.ckpt"), RNGSNAP_E_MISMATCH,
-            "checkpoint has app state progress, which this configuration "
-            "does not load");
+            "checkpoint has app state progress, which this context did not "
+            "register (rngsnap_register_state before the load); nothing "
+            "restored");
 
     /* this context has one more */
     ctx = ct_open(ini(MD_A), 0);
@@ -574,8 +581,9 @@ static void app_state_on_one_side_only(void **state)
     ct_snap before = ct_take(ctx);
     assert_int_equal(rngsnap_load(ctx, ckpt("app1.ckpt"), 0),
                      RNGSNAP_E_MISMATCH);
-    assert_msg(ctx, "this configuration has app state extra, which the "
-                    "checkpoint lacks");
+    assert_msg(ctx, "this context has app state extra (registered with "
+                    "rngsnap_register_state), which the checkpoint lacks; "
+                    "nothing restored");
     ct_snap after = ct_take(ctx);
     assert_true(ct_snap_equal(before, after));
     ct_snap_free(&before);
@@ -789,7 +797,8 @@ static void resume_gate_both_ways(void **state)
                                   RNGSNAP_SAVE_REPLACE),
                      RNGSNAP_E_ORDER);
     assert_msg(ctx, ": this context was opened with RNGSNAP_RESUME and has "
-               "not loaded a checkpoint yet (call rngsnap_load first)");
+               "not loaded a checkpoint yet (call rngsnap_load, "
+               "rngsnap_load_mem or rngsnap_mpi_load first)");
     /* a failed load keeps the gate shut */
     assert_int_equal(rngsnap_load(ctx, ckpt("absent.ckpt"), 0), RNGSNAP_E_IO);
     assert_int_equal(rngsnap_generate(s, RNGSNAP_U32, w, 4), RNGSNAP_E_ORDER);

@@ -180,8 +180,11 @@ def test_app_states_must_match(ctx):
     data = ctx.save_bytes()
     app = _with_app(ctx)
     with pytest.raises(rngsnap.MismatchError,
-                       match="this configuration has app state progress, "
-                             "which the checkpoint lacks"):
+                       match=r"^checkpoint bytes: this context has app state "
+                             r"progress \(registered with "
+                             r"ctx\.register_state\(\) or "
+                             r"ctx\.register_generator\(\)\), which the "
+                             r"checkpoint lacks; nothing restored$"):
         ctx.load_bytes(data)
     assert app.loads == 0
 

@@ -50,7 +50,8 @@ def test_load_exception_rolls_back(ctx, tmp_path):
     assert str(cause) == "cannot take these bytes"
     frames = [f.name for f in traceback.extract_tb(cause.__traceback__)]
     assert "bad_load" in frames
-    assert "load callback" in str(e.value) and "rolled back" in str(e.value)
+    assert "its load callable failed" in str(e.value) \
+        and "rolled back" in str(e.value)
     # rolled back: streams and the app state that loaded first unchanged
     assert s.position() == before
     assert good["v"] == b"live"

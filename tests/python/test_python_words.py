@@ -15,6 +15,7 @@ from collectives import LinkDown, OneRank, Threads
 
 C_SPELLING = re.compile(r"rngsnap_[a-z_]+|RNGSNAP_[A-Z_]+")
 TRACK_HINT = "did you call rngsnap.torch.track(ctx) before load?"
+REGISTER = "ctx.register_state() or ctx.register_generator()"
 try:
     import torch  # noqa: F401  (rngsnap.torch needs it)
     HAVE_TORCH = True
@@ -71,11 +72,15 @@ def test_resume_gate_says_ctx_load(ctx, tmp_path):
             assert str(e) == (
                 "%s on stream cpu:0/dropout refused: the context was opened "
                 "with resume=True and no checkpoint has been loaded yet "
-                "(call ctx.load() first)" % word)
+                "(call ctx.load(), ctx.load_state_dict(), ctx.load_bytes() "
+                "or ctx.load_ranks(), whichever this job resumes with, "
+                "first)" % word)
         e = message(lambda: r.save(p + ".2"))
         assert str(e) == (
             "save %s.2: this context was opened with resume=True and has "
-            "not loaded a checkpoint yet (call ctx.load() first)" % p)
+            "not loaded a checkpoint yet (call ctx.load(), "
+            "ctx.load_state_dict(), ctx.load_bytes() or ctx.load_ranks(), "
+            "whichever this job resumes with, first)" % p)
         r.load(p)
         e = message(lambda: r.seed_all(1))
         assert str(e) == (
@@ -120,7 +125,7 @@ def test_callable_exception_ends_the_first_line(tmp_path):
         c.register_state("app", save=no_sampler, load=print)
         e = message(lambda: c.save(p))
     assert isinstance(e, rngsnap.BackendError)
-    assert str(e) == ("save %s: app state app: save callback returned 1; "
+    assert str(e) == ("save %s: app state app: its save callable failed; "
                       "the callable raised KeyError: 'no sampler yet'" % p)
     assert isinstance(e.__cause__, KeyError)  # still chained, with traceback
     assert e.__cause__.__traceback__ is not None
@@ -133,7 +138,7 @@ def test_callable_exception_ends_the_first_line(tmp_path):
         c.save(p)
         e = message(lambda: c.load(p))
     assert str(e).splitlines()[0] == (
-        "load %s: app state bad: load callback returned 1; everything rolled "
+        "load %s: app state bad: its load callable failed; everything rolled "
         "back; the callable raised ValueError: cannot take b'x'" % p)
     assert str(e).splitlines()[1] == "second line"
     assert isinstance(e.__cause__, ValueError)
@@ -163,7 +168,7 @@ def test_load_calls_save_callables_for_its_backup(tmp_path):
         live["sampler"] = None  # as if built only after the load
         e = message(lambda: c.load(p))
     assert str(e) == (
-        "load %s: backing up app state sampler: save callback returned 1; "
+        "load %s: backing up app state sampler: its save callable failed; "
         "nothing restored; the callable raised RuntimeError: sampler not "
         "built yet" % p)
     assert live["sampler"] is None
@@ -199,9 +204,9 @@ def test_untracked_load_asks_for_track(tmp_path):
     assert isinstance(e, rngsnap.MismatchError)
     assert str(e) == (
         "%s: checkpoint has app state rngsnap.fingerprint, which this "
-        "configuration does not load (and %d more); nothing restored "
-        "(configuration %s); %s"
-        % (p, len(names) - 1, config_of(), TRACK_HINT))
+        "context did not register (%s before the load) (and %d more); "
+        "nothing restored; %s"
+        % (p, REGISTER, len(names) - 1, TRACK_HINT))
 
 
 def test_track_hint_found_past_the_first_extra_state(tmp_path):
@@ -209,9 +214,9 @@ def test_track_hint_found_past_the_first_extra_state(tmp_path):
     with rngsnap.Context() as c:
         e = message(lambda: c.load(p))
     assert str(e) == (
-        "%s: checkpoint has app state sampler, which this configuration "
-        "does not load (and %d more); nothing restored (configuration %s); "
-        "%s" % (p, len(names), config_of(), TRACK_HINT))
+        "%s: checkpoint has app state sampler, which this context did not "
+        "register (%s before the load) (and %d more); nothing restored; "
+        "%s" % (p, REGISTER, len(names), TRACK_HINT))
 
 
 def test_no_track_hint_when_tracked_or_unrelated(tmp_path):
@@ -223,9 +228,9 @@ def test_no_track_hint_when_tracked_or_unrelated(tmp_path):
         e = message(lambda: c.load(p))
     first = str(e).splitlines()[0]
     assert first == (
-        "%s: checkpoint has app state torch.cuda:7, which this configuration "
-        "does not load; nothing restored (configuration %s)"
-        % (p, config_of()))
+        "%s: checkpoint has app state torch.cuda:7, which this context did "
+        "not register (%s before the load); nothing restored"
+        % (p, REGISTER))
     assert TRACK_HINT not in str(e)
     # a job's own state: nothing about track()
     q = str(tmp_path / "own.rngsnap")
@@ -235,8 +240,8 @@ def test_no_track_hint_when_tracked_or_unrelated(tmp_path):
     with rngsnap.Context() as c:
         e = message(lambda: c.load(q))
     assert str(e) == (
-        "%s: checkpoint has app state sampler, which this configuration does "
-        "not load; nothing restored (configuration %s)" % (q, config_of()))
+        "%s: checkpoint has app state sampler, which this context did not "
+        "register (%s before the load); nothing restored" % (q, REGISTER))
 
 
 # ---- every mapped message: no C spelling ----------------------------------------

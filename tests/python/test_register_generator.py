@@ -407,7 +407,9 @@ def test_malformed_state_in_a_file_refused_nothing_changed(tmp_path):
         lines = str(e.value).splitlines()
         assert lines[0] == ("g: numpy PCG64 state: has_uint32 is 2, "
                             "expected 0 or 1")
-        assert "load callback returned" in lines[1]
+        assert lines[1] == ("(load %s: app state g: its load callable "
+                            "failed; everything rolled back)"
+                            % (tmp_path / "c"))
         assert e.value.name == "RNGSNAP_E_CORRUPT"
         assert live.bit_generator.state == before
         assert s.position() == pos
@@ -480,8 +482,9 @@ def test_drawn_before_load_refused_nothing_changed(tmp_path):
     assert str(e.value) == (
         "load refused, nothing restored: generator g changed between "
         "ctx.register_generator() and load() (something drew from it before "
-        "the restore, e.g. a DataLoader iterator created or a batch "
-        "fetched; load first, then draw)")
+        "the restore). A DataLoader iterator created or a batch fetched "
+        "draws from its generator: call ctx.register_generator() right "
+        "before the load; load first, then draw")
     assert e.value.name == "RNGSNAP_E_ORDER"
     assert g.bit_generator.state == state
     with pytest.raises(rngsnap.OrderError):  # the gate is still shut
@@ -552,8 +555,9 @@ def test_unregister_generator(tmp_path):
     r.unregister_state("g")  # no longer saved, loaded or order-checked
     with pytest.raises(rngsnap.MismatchError) as e:
         r.load(str(tmp_path / "with"))
-    assert "checkpoint has app state g, which this configuration does not " \
-           "load" in str(e.value)
+    assert "checkpoint has app state g, which this context did not " \
+           "register (ctx.register_state() or ctx.register_generator() " \
+           "before the load); nothing restored" in str(e.value)
     _checkpoint(tmp_path / "without")
     r.load(str(tmp_path / "without"))
     r.close()

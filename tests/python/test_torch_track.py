@@ -126,7 +126,7 @@ print("unchanged" if before == after else "CHANGED")
 
 @pytest.mark.parametrize("save_n,load_n,has,lacks", [
     (1, 0, "checkpoint has app state torch.cuda:0", None),
-    (0, 1, None, "this configuration has app state torch.cuda:0"),
+    (0, 1, None, "this context has app state torch.cuda:0"),
     (2, 1, "checkpoint has app state torch.cuda:1", None),
 ])
 def test_device_generators_must_match(tmp_path, save_n, load_n, has, lacks):
@@ -146,7 +146,7 @@ rngsnap.torch.track(ctx)
     out = p.stdout
     assert out.startswith("MismatchError 7\n"), out
     if has:
-        assert has in out and "which this configuration does not load" in out
+        assert has in out and "which this context did not register" in out
     if lacks:
         assert lacks in out and "which the checkpoint lacks" in out
     assert ck in out and "nothing restored" in out

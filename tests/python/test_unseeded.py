@@ -11,7 +11,9 @@ import rngsnap
 
 WHY = ("refused: the context has been neither seeded nor loaded, so no "
        "seed was chosen for this run (call ctx.seed_all() with the run's "
-       "seed first, or ctx.load() to resume a checkpoint)")
+       "seed first, or ctx.load(), ctx.load_state_dict(), ctx.load_bytes() "
+       "or ctx.load_ranks(), whichever this job resumes with, to resume a "
+       "checkpoint)")
 
 
 def _pairs_differ(ctx):
