@@ -138,12 +138,18 @@ int px_nt_class(size_t bytes);
 void px_nt_probe(px_fill_fn fill, philox_isa isa, rngsnap_dist dist,
                  const px_ctr *c, void *out, size_t nb, size_t block_bytes);
 /* The verdict from seconds per block of each way's n pieces (n <=
- * PX_PROBE_SAMPLES): 1 when the median non-temporal piece beats the
- * median plain one by more than PX_PROBE_MARGIN.  The median, because one
- * slow piece (an interrupt, the host taking the vCPU) must not decide,
- * while a neighbour's steady use of the memory bus is part of what
- * streaming saves; a tie stays plain, the choice that is never far off. */
-#define PX_PROBE_MARGIN 0.05
+ * PX_PROBE_SAMPLES): 1 (stream) unless the median plain piece beat the
+ * median non-temporal one by more than PX_PROBE_MARGIN.  The median,
+ * because one slow piece (an interrupt, the host taking the vCPU) must not
+ * decide, while a neighbour's steady use of the memory bus is part of what
+ * streaming saves.  A tie streams: a fill written half each way flatters
+ * plain stores (their half has half the footprint in the cache, and the
+ * streaming pieces pay for writing back the plain pieces' dirty lines).
+ * On the Xeon of docs/performance.md the probe saw streaming 1.00-1.33x
+ * plain where whole fills ran 1.02-1.56x (avx2 at 64 MiB: a tie, 1.24x);
+ * on an Emerald Rapids VM a one-fill probe kept plain in 17 of 20
+ * processes where streaming was 1-30% faster. */
+#define PX_PROBE_MARGIN 0.03
 int px_nt_verdict(const double *plain, const double *nt, int n);
 /* "not measured yet", "being measured", "plain stores" or "non-temporal
  * stores": what the probe decided for fills of `bytes` on isa. */

@@ -81,7 +81,7 @@ static double px_median(const double *v, int n)
 
 int px_nt_verdict(const double *plain, const double *nt, int n)
 {
-    return px_median(nt, n) * (1 + PX_PROBE_MARGIN) < px_median(plain, n);
+    return px_median(nt, n) < px_median(plain, n) * (1 + PX_PROBE_MARGIN);
 }
 
 static long px_faults_now(void)

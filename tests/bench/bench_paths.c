@@ -201,6 +201,15 @@ static void probe_cost(path_job *choice, path_job *plain, path_job *nt)
     bench_row("probe_cost", fields, text);
 }
 
+/* Whether the engine writes fills of `bytes` on isa non-temporally. */
+static int chose_streams(philox_isa isa, size_t bytes)
+{
+    if (bytes < px_tune.nt_min)
+        return 0;
+    return !px_tune.nt_probe ||
+           strcmp(px_nt_verdict_name(isa, bytes), "non-temporal stores") == 0;
+}
+
 /* The line a person on a new CPU reads: what the engine chose, how fast
  * that ran here, and the best of the other ways in the same runs. */
 static void choice_row(philox_isa isa, size_t bytes, double choice_s,
@@ -238,11 +247,12 @@ static void choice_row(philox_isa isa, size_t bytes, double choice_s,
  * step (avx2), and the engine's own choice.  Paths other than avx2 have
  * no group counts or prefetchw: their rows say only "plain" or
  * "non-temporal".  Plain-store ways share one buffer, non-temporal ways
- * another, the engine's choice a third: a way that follows another on
- * one buffer pays for the other's leftovers (plain stores after streaming
- * refill the cache over several fills; a first streaming pass over lines
- * left dirty evicts them), which a program filling one buffer one way
- * does not. */
+ * another: a way that follows another on one buffer pays for the other's
+ * leftovers (plain stores after streaming refill the cache over several
+ * fills; a first streaming pass over lines left dirty evicts them), which
+ * a program filling one buffer one way does not.  The engine measures on
+ * a third buffer (probe_cost), then fills the buffer of the kind it
+ * chose. */
 static void bench_large_fills(void *buf, size_t cap, const philox_isa *paths,
                               int npaths)
 {
@@ -310,6 +320,11 @@ static void bench_large_fills(void *buf, size_t cap, const philox_isa *paths,
                 args[i] = &j[i];
             }
             probe_cost(&j[ch], &j[0], &j[paths[p] == PHILOX_ISA_AVX2 ? 5 : 1]);
+            /* decided: from now on the choice fills the buffer of the
+             * store kind it chose, beside the ways of that kind (on one
+             * VM, buffers of one size ran up to 27% apart) */
+            if (ntbuf != NULL)
+                j[ch].buf = chose_streams(paths[p], sizes[si]) ? ntbuf : buf;
             bench_time_n_best(fns, args, n + 1, t, tb);
             const char *name = philox_isa_name(paths[p]);
             int bi = 0;
