@@ -145,10 +145,11 @@ void px_nt_probe(px_fill_fn fill, philox_isa isa, rngsnap_dist dist,
  * streaming saves.  A tie streams: a fill written half each way flatters
  * plain stores (their half has half the footprint in the cache, and the
  * streaming pieces pay for writing back the plain pieces' dirty lines).
- * On the Xeon of docs/performance.md the probe saw streaming 1.00-1.33x
- * plain where whole fills ran 1.02-1.56x (avx2 at 64 MiB: a tie, 1.24x);
- * on an Emerald Rapids VM a one-fill probe kept plain in 17 of 20
- * processes where streaming was 1-30% faster. */
+ * On the family 6 model A7h Xeon of docs/performance.md, in 5 processes,
+ * the pieces had streaming 1.02-1.06x plain at 256 MiB on avx2 where
+ * whole fills ran 1.13x, 0.97-1.08x at 64 MiB where they ran 1.11x; on an
+ * Emerald Rapids VM a one-fill probe kept plain in 17 of 20 processes
+ * where streaming was 1-30% faster. */
 #define PX_PROBE_MARGIN 0.03
 int px_nt_verdict(const double *plain, const double *nt, int n);
 /* "not measured yet", "being measured", "plain stores" or "non-temporal
