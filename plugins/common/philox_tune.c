@@ -9,7 +9,7 @@
  * faster (philox_probe.c).  The table below is only for what a
  * measurement does not decide: prefetchw ahead of plain stores and the
  * avx2 kernel's groups per step (measured per family, docs/performance.md,
- * "Large fills: how each CPU family's row was chosen"), a family whose
+ * "Large fills: how the store kind is chosen"), a family whose
  * probe must start higher (Zen 5), and one known exception that streams
  * without measuring (Emerald Rapids, where a one-fill probe misjudged).
  * RNGSNAP_PHILOX_NT_MIN=<bytes> streams from that size with no probe;
