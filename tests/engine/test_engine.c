@@ -481,15 +481,15 @@ static void test_large_fills_kernels(void **state)
 
 /* The probe's verdict from seconds per block of each way's pieces: the
  * median pieces decide, so one slow or lucky piece cannot; streaming
- * unless plain was ahead by more than PX_PROBE_MARGIN (3%), a tie too. */
+ * unless plain was ahead by more than PX_PROBE_MARGIN (5%), a tie too. */
 static void test_nt_verdict(void **state)
 {
     (void)state;
     const double one[4] = {1, 1, 1, 1};
     const double half[4] = {.5, .5, .5, .5};
     const double faster[4] = {.94, .94, .94, .94};
-    const double plain_near[4] = {.98, .98, .98, .98};  /* within 3% */
-    const double plain_ahead[4] = {.96, .96, .96, .96}; /* beyond 3% */
+    const double plain_near[4] = {.96, .96, .96, .96};  /* within 5% */
+    const double plain_ahead[4] = {.94, .94, .94, .94}; /* beyond 5% */
     const double plain_hit[4] = {.5, 9, .5, .5};   /* one slow piece */
     const double nt_hit[4] = {.5, 9, .5, .5};
     const double plain_lucky[4] = {2, .9, 2, 2};   /* one fast plain piece */
@@ -591,7 +591,7 @@ static void test_nt_probe(void **state)
     } cases[] = {{2e-9, 1e-9, 1e-9, 3e-9, 1},
                  {1e-9, 2e-9, 2e-9, 1e-9, 0},
                  {1e-9, 1.02e-9, 1e-9, 0.5e-9, 1},
-                 {1e-9, 1.05e-9, 2e-9, 1e-9, 0}};
+                 {1e-9, 1.08e-9, 2e-9, 1e-9, 0}};
     philox_isa best;
     assert_int_equal(philox_isa_resolve(PHILOX_ISA_AUTO, &best, NULL),
                      RNGSNAP_OK);
