@@ -7,8 +7,8 @@
  * page, as in a program that allocates per fill).  The ratios say which it
  * is when a fill through the API looks slow: the API (API / path on one
  * buffer below 1), the buffers (path on another buffer: on a VM two
- * buffers of one size ran up to 15% apart, whichever was filled first), or
- * first touch (cold below warm).
+ * buffers of one size ran up to 33% apart), or first touch (cold below
+ * warm).
  */
 #include <stdio.h>
 #include <stdlib.h>

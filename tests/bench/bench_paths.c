@@ -322,7 +322,7 @@ static void bench_large_fills(void *buf, size_t cap, const philox_isa *paths,
             probe_cost(&j[ch], &j[0], &j[paths[p] == PHILOX_ISA_AVX2 ? 5 : 1]);
             /* decided: from now on the choice fills the buffer of the
              * store kind it chose, beside the ways of that kind (on one
-             * VM, buffers of one size ran up to 27% apart) */
+             * VM, buffers of one size ran up to 33% apart) */
             if (ntbuf != NULL)
                 j[ch].buf = chose_streams(paths[p], sizes[si]) ? ntbuf : buf;
             bench_time_n_best(fns, args, n + 1, t, tb);
