@@ -1,22 +1,25 @@
 /*
- * philox_tune.c - what a large fill does, chosen per CPU family.
+ * philox_tune.c - what a large fill does on this processor.
  *
- * Three choices depend on the processor more than on the ISA: whether to
- * write with non-temporal stores, whether to prefetch each output line for
- * writing ahead of plain stores, and (avx2) from which size the kernel with
- * fewer groups per step runs.  Each row below comes from measurements on
- * that family (docs/performance.md, "Large fills: how each CPU family's
- * row was chosen"); a family without a row gets the "other" row, which is
- * what the engine did before the table existed.  Where two machines of one
- * family disagreed, the row lets the process measure: the first fill of
- * at least nt_min bytes on a path is written half plain, half
- * non-temporal, and the faster way is used from then on (px_nt_probe).
- * RNGSNAP_PHILOX_NT_MIN=<bytes> overrides nt_min and turns the probe off.
+ * Whether to write with non-temporal stores is decided on the machine,
+ * for every CPU: a fill whose output fits the core's own cache (L2, from
+ * the OS) is written with plain stores, since its reader will find it
+ * there; from the size where that is no longer clear (px_cache_floor), the
+ * process measures both ways once per size class and path and keeps the
+ * faster (philox_probe.c).  The table below is only for what a
+ * measurement does not decide: prefetchw ahead of plain stores and the
+ * avx2 kernel's groups per step (measured per family, docs/performance.md,
+ * "Large fills: how the store kind is chosen"), a family whose
+ * probe must start higher (Zen 5), and one known exception that streams
+ * without measuring (Emerald Rapids, where a one-fill probe misjudged).
+ * RNGSNAP_PHILOX_NT_MIN=<bytes> streams from that size with no probe;
+ * "never" keeps plain stores.
  */
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
+#include <unistd.h>
 
 #include "philox_isa.h"
 
@@ -38,25 +41,24 @@ static const px_family_row px_rows[] = {
      * non-temporal stores with 3 groups were as fast as or faster than
      * prefetchw at 4-256 MiB (+0-22%), also with the output read back
      * right after, and 4 groups beat 3 when streaming (+2-6%); prefetchw
-     * stays for fills that cannot stream (unaligned outputs). */
+     * stays for fills that cannot stream (unaligned outputs).  The store
+     * kind is measured, as on every CPU. */
     {"AuthenticAMD", 0x19, 0x00, 0x0F,
-     {"AMD Zen 3", 4 * PX_MIB, 4 * PX_MIB, 4 * PX_MIB, 4, 0}},
+     {"AMD Zen 3", 0, 4 * PX_MIB, 4 * PX_MIB, 4, 1}},
     {"AuthenticAMD", 0x19, 0x20, 0x5F,
-     {"AMD Zen 3", 4 * PX_MIB, 4 * PX_MIB, 4 * PX_MIB, 4, 0}},
+     {"AMD Zen 3", 0, 4 * PX_MIB, 4 * PX_MIB, 4, 1}},
     /* AMD Zen 5 (EPYC 9005).  Two EPYC VMs, avx512 path, disagree:
      * on one, non-temporal stores ran 0.54-0.87x plain at 16 MiB-1 GiB;
-     * on the other 1.13x at 64 MiB and 1.07x at 256 MiB.  No fixed size
-     * suits both (streaming from any size costs the first up to 46%;
-     * never streaming costs the second 6-12%), so from 64 MiB the first
-     * fill measures both ways, and streams only if that was clearly
-     * faster (px_nt_verdict).  Prefetch as the "other" row (not
-     * measured). */
+     * on the other 1.13x at 64 MiB and 1.07x at 256 MiB.  The probe starts
+     * at 64 MiB (below, streaming never won there).  Prefetch as the
+     * "other" row (not measured). */
     {"AuthenticAMD", 0x1A, 0x00, 0xFF,
      {"AMD Zen 5", 64 * PX_MIB, 4 * PX_MIB, 4 * PX_MIB, 3, 1}},
-    /* Intel Xeon, Emerald Rapids.  Measured on a KVM guest (avx512 path):
-     * non-temporal stores 1.01-1.30x plain at 16-256 MiB in every one of
-     * 14 runs, also with the output read back (+2-7%); slower at 4 MiB
-     * read back.
+    /* Intel Xeon, Emerald Rapids: the known exception.  Measured on a KVM
+     * guest (avx512 path): non-temporal stores 1.01-1.30x plain at
+     * 16-256 MiB in every one of 14 runs, also with the output read back
+     * (+2-7%); slower at 4 MiB read back; a one-fill probe kept plain in
+     * 17 of 20 processes.  So it streams from 16 MiB without measuring.
      * Prefetch and groups (avx2 only) as the "other" row: no way was
      * steadily ahead there. */
     {"GenuineIntel", 0x06, 0xCF, 0xCF,
@@ -64,13 +66,66 @@ static const px_family_row px_rows[] = {
 };
 
 /* Every other processor: prefetchw and 3 groups from 4 MiB (the best
- * plain-store choice on Zen 3), no non-temporal stores (up to 46% slower
- * on one Zen 5 VM).  Also what px_tune holds until the ISA choice sets
- * it. */
-#define PX_OTHER_ROW {"other", SIZE_MAX, 4 * PX_MIB, 4 * PX_MIB, 3, 0}
-static const px_tuning px_other = PX_OTHER_ROW;
+ * plain-store choice on Zen 3); the store kind measured from the size
+ * the caches give (px_cache_floor). */
+static const px_tuning px_other = {"other", 0, 4 * PX_MIB, 4 * PX_MIB, 3, 1};
 
-px_tuning px_tune = PX_OTHER_ROW;
+/* Until the ISA choice sets it: plain stores only. */
+px_tuning px_tune = {"other", SIZE_MAX, 4 * PX_MIB, 4 * PX_MIB, 3, 0};
+
+/* The size of this CPU's level-`level` data (or unified) cache in bytes,
+ * from sysfs, else sysconf; 0 when the OS does not say. */
+size_t px_cache_bytes(int level)
+{
+    for (int i = 0; i < 8; i++) {
+        char path[96], buf[32];
+        snprintf(path, sizeof path,
+                 "/sys/devices/system/cpu/cpu0/cache/index%d/level", i);
+        FILE *f = fopen(path, "r");
+        if (f == NULL)
+            break;
+        int lv = fgets(buf, sizeof buf, f) ? atoi(buf) : 0;
+        fclose(f);
+        if (lv != level)
+            continue;
+        snprintf(path, sizeof path,
+                 "/sys/devices/system/cpu/cpu0/cache/index%d/type", i);
+        f = fopen(path, "r");
+        int data = f && fgets(buf, sizeof buf, f) &&
+                   strncmp(buf, "Instruction", 11) != 0;
+        if (f)
+            fclose(f);
+        if (!data)
+            continue;
+        snprintf(path, sizeof path,
+                 "/sys/devices/system/cpu/cpu0/cache/index%d/size", i);
+        f = fopen(path, "r");
+        char *end = NULL;
+        unsigned long long v = 0;
+        if (f && fgets(buf, sizeof buf, f))
+            v = strtoull(buf, &end, 10);
+        if (f)
+            fclose(f);
+        if (v > 0 && end != NULL)
+            return (size_t)(*end == 'K' ? v << 10 : *end == 'M' ? v << 20 : v);
+    }
+#if defined(_SC_LEVEL2_CACHE_SIZE) && defined(_SC_LEVEL3_CACHE_SIZE)
+    long v = level == 2 ? sysconf(_SC_LEVEL2_CACHE_SIZE)
+             : level == 3 ? sysconf(_SC_LEVEL3_CACHE_SIZE) : 0;
+    if (v > 0)
+        return (size_t)v;
+#endif
+    return 0;
+}
+
+size_t px_cache_floor(size_t l2)
+{
+    /* twice the core's own cache: a fill that size cannot be there for
+     * its reader; never below 4 MiB, the smallest size at which streaming
+     * won on any CPU measured (and the answer when the OS is silent) */
+    size_t floor = 4 * PX_MIB;
+    return l2 <= SIZE_MAX / 2 && 2 * l2 > floor ? 2 * l2 : floor;
+}
 
 px_tuning px_tuning_for(const char *vendor, unsigned family, unsigned model)
 {
@@ -88,6 +143,11 @@ px_tuning px_tuning_env(px_tuning row, const char *nt_min)
 {
     if (nt_min == NULL || *nt_min == '\0')
         return row;
+    if (strcmp(nt_min, "never") == 0) {
+        row.nt_min = SIZE_MAX;
+        row.nt_probe = 0;
+        return row;
+    }
     char *end;
     unsigned long long b = strtoull(nt_min, &end, 10);
     if (*end == '\0') { /* an explicit size: the row's probe is off */
@@ -112,7 +172,9 @@ void px_cpuid_display(uint32_t eax, unsigned *family, unsigned *model)
         *model |= ((eax >> 16) & 0xF) << 4;
 }
 
-px_tuning px_tuning_detect(void)
+/* The row for this processor's vendor, family and model ("other" off
+ * x86). */
+static px_tuning px_row_detect(void)
 {
 #if defined(__x86_64__) || defined(__i386__)
     unsigned a, b, c, d;
@@ -133,106 +195,13 @@ px_tuning px_tuning_detect(void)
 #endif
 }
 
-/* ---- the probe: plain or non-temporal, measured once per path ----------- */
-
-enum { PX_NT_UNDECIDED, PX_NT_PROBING, PX_NT_PLAIN, PX_NT_STREAM };
-/* per path; read and written atomically (fills run on many threads) */
-static int px_nt_state[PHILOX_ISA_COUNT];
-
-int px_nt_choice(philox_isa isa, size_t bytes)
+px_tuning px_tuning_detect(void)
 {
-    if (bytes < px_tune.nt_min)
-        return 0;
-    if (!px_tune.nt_probe || (unsigned)isa >= PHILOX_ISA_COUNT)
-        return 1;
-    int expect = PX_NT_UNDECIDED;
-    if (__atomic_compare_exchange_n(&px_nt_state[isa], &expect,
-                                    PX_NT_PROBING, 0, __ATOMIC_ACQ_REL,
-                                    __ATOMIC_ACQUIRE))
-        return PX_NT_PROBE;
-    /* while another thread probes, plain stores (the safe way) */
-    return expect == PX_NT_STREAM;
-}
-
-/* median of n <= PX_PROBE_PIECES values (n even: the mean of the middle
- * two) */
-static double px_median(const double *v, int n)
-{
-    double s[PX_PROBE_PIECES];
-    for (int i = 0; i < n; i++) { /* insertion sort: n is 4 */
-        int j = i;
-        for (; j > 0 && s[j - 1] > v[i]; j--)
-            s[j] = s[j - 1];
-        s[j] = v[i];
+    px_tuning t = px_row_detect();
+    if (t.nt_probe) {
+        size_t floor = px_cache_floor(px_cache_bytes(2));
+        if (t.nt_min < floor)
+            t.nt_min = floor;
     }
-    return n % 2 ? s[n / 2] : (s[n / 2 - 1] + s[n / 2]) / 2;
-}
-
-int px_nt_verdict(const double *plain, const double *nt, int n)
-{
-    return px_median(nt, n) * (1 + PX_PROBE_MARGIN) < px_median(plain, n);
-}
-
-/* On the thread's CPU clock: a piece during which another job held the
- * core is not counted slower (on a shared 2-vCPU VM under load, half the
- * pieces of a 64 MiB fill were, on the wall clock).  Two system calls a
- * piece, against a piece of a millisecond or more. */
-static double px_piece_timed(px_fill_fn fill, rngsnap_dist dist,
-                             const px_ctr *c, void *out, size_t nb, int nt)
-{
-    struct timespec a, b;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &a);
-    fill(dist, c, out, nb, nt);
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &b);
-    return (double)(b.tv_sec - a.tv_sec) + (double)(b.tv_nsec - a.tv_nsec) * 1e-9;
-}
-
-px_probe_piece_fn px_probe_piece = px_piece_timed;
-
-void px_nt_probe(px_fill_fn fill, philox_isa isa, rngsnap_dist dist,
-                 const px_ctr *c, void *out, size_t nb, size_t block_bytes)
-{
-    /* P N N P P N N P: a drift of the machine's speed during the fill
-     * weighs on both ways alike */
-    static const int way[PX_PROBE_PIECES] = {0, 1, 1, 0, 0, 1, 1, 0};
-    double t[2][PX_PROBE_PIECES / 2];
-    int k[2] = {0, 0};
-    size_t piece = nb / PX_PROBE_PIECES;
-    if (piece == 0) { /* too small to tell: plain, and ask again later */
-        fill(dist, c, out, nb, 0);
-        if ((unsigned)isa < PHILOX_ISA_COUNT)
-            __atomic_store_n(&px_nt_state[isa], PX_NT_UNDECIDED,
-                             __ATOMIC_RELEASE);
-        return;
-    }
-    px_ctr pc = *c;
-    char *o = out;
-    for (int i = 0; i < PX_PROBE_PIECES; i++) {
-        size_t n = i == PX_PROBE_PIECES - 1 ? nb - piece * i : piece;
-        double s = px_probe_piece(fill, dist, &pc, o, n, way[i]);
-        t[way[i]][k[way[i]]++] = s / (double)n;
-        pc.block += n;
-        o += n * block_bytes;
-    }
-    int v = px_nt_verdict(t[0], t[1], PX_PROBE_PIECES / 2) ? PX_NT_STREAM
-                                                           : PX_NT_PLAIN;
-    if ((unsigned)isa < PHILOX_ISA_COUNT)
-        __atomic_store_n(&px_nt_state[isa], v, __ATOMIC_RELEASE);
-}
-
-const char *px_nt_verdict_name(philox_isa isa)
-{
-    int v = (unsigned)isa < PHILOX_ISA_COUNT
-                ? __atomic_load_n(&px_nt_state[isa], __ATOMIC_ACQUIRE)
-                : PX_NT_UNDECIDED;
-    return v == PX_NT_STREAM  ? "non-temporal stores"
-           : v == PX_NT_PLAIN ? "plain stores"
-                              : "not measured yet";
-}
-
-void px_nt_probe_reset(void)
-{
-    for (int i = 0; i < PHILOX_ISA_COUNT; i++)
-        __atomic_store_n(&px_nt_state[i], PX_NT_UNDECIDED, __ATOMIC_RELEASE);
-    px_probe_piece = px_piece_timed;
+    return t;
 }

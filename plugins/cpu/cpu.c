@@ -34,7 +34,7 @@ typedef struct cpu_ctx {
     unsigned threads;
     cpu_pool *pool;   /* NULL when threads == 1 */
     char device[128];
-    char status[192];
+    char status[256];
 } cpu_ctx;
 
 /* ---- options ------------------------------------------------------------ */
@@ -153,11 +153,19 @@ static int cpu_open(const rngsnap_host *host, void **bctx)
         }
     }
     cpu_model_name(c->device, sizeof c->device);
+    char stores[64];
+    if (px_tune.nt_min == SIZE_MAX)
+        snprintf(stores, sizeof stores, "plain stores");
+    else
+        snprintf(stores, sizeof stores, "%s from %zu KiB",
+                 px_tune.nt_probe ? "store kind measured"
+                                  : "non-temporal stores",
+                 px_tune.nt_min >> 10);
     snprintf(c->status, sizeof c->status,
-             "Philox4x32-10, %s path%s, %u thread%s, large fills: %s row",
+             "Philox4x32-10, %s path%s, %u thread%s, large fills: %s row, %s",
              philox_isa_name(c->isa),
              c->isa_from_env ? " (RNGSNAP_PHILOX_ISA)" : "", c->threads,
-             c->threads == 1 ? "" : "s", px_tune.family);
+             c->threads == 1 ? "" : "s", px_tune.family, stores);
     host->log(host, RNGSNAP_LOG_INFO, "%s", c->status);
     *bctx = c;
     return RNGSNAP_OK;

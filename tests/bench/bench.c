@@ -4,7 +4,8 @@
  * pool; then (bench_api.c) open, one draw through a handle, save and load.
  * Prints a table and one JSON line per figure ("--json": JSON only).
  * Usage: rngsnap-bench [--quick] [--json] [--runs N] [--cpu-time]
- *                      [--only fill|paths|threads|api]
+ *                      [--only fill|api-fill|paths|threads|api]
+ * ("fill" includes "api-fill": rngsnap_generate against the path.)
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -69,8 +70,9 @@ double bench_time(void (*fn)(void *), void *arg)
 }
 
 /* bench_time for n (fn, arg) pairs at once, their runs interleaved
- * (run r of each, then run r+1 ...), so that a change of load on a shared
- * machine hits them alike and their ratios hold.  t[i]: median of fn[i]. */
+ * (run r of each, then run r+1 of each in the reverse order ...), so that
+ * a change of load on a shared machine hits them alike and their ratios
+ * hold.  t[i]: median of fn[i]. */
 void bench_time_n(void (*const *fn)(void *), void *const *arg, int n,
                   double *t)
 {
@@ -85,9 +87,14 @@ void bench_time_n_best(void (*const *fn)(void *), void *const *arg, int n,
     n = n < 16 ? n : 16;
     for (int i = 0; i < n; i++)
         fn[i](arg[i]); /* warm up */
+    /* forward, then backward: whichever runs first after the others ran
+     * slower by up to 12% on a busy VM (64 MiB fills), so no function
+     * keeps one place in the order */
     for (int r = 0; r < runs; r++)
-        for (int i = 0; i < n; i++)
+        for (int k = 0; k < n; k++) {
+            int i = r % 2 ? n - 1 - k : k;
             s[i][r] = bench_run(fn[i], arg[i]);
+        }
     for (int i = 0; i < n; i++) {
         qsort(s[i], (size_t)runs, sizeof s[i][0], cmp_double);
         t[i] = s[i][runs / 2];
@@ -264,9 +271,11 @@ static void bench_fill(void *buf)
                      ms);
         }
         if (bytes >= (64u << 20)) {
-            /* non-temporal stores (off by default: RNGSNAP_PHILOX_NT_MIN) */
-            size_t keep = px_tune.nt_min;
+            /* non-temporal stores forced (the engine's own choice is
+             * measured: see the paths section) */
+            px_tuning keep = px_tune;
             px_tune.nt_min = 0;
+            px_tune.nt_probe = 0;
             j.dist = RNGSNAP_U32;
             j.isa = PHILOX_ISA_AUTO;
             char impl[64];
@@ -274,7 +283,7 @@ static void bench_fill(void *buf)
                      philox_isa_name(best));
             fill_row(impl, philox_isa_name(best), "u32", bytes,
                      bench_time(run_engine, &j), ms);
-            px_tune.nt_min = keep;
+            px_tune = keep;
         }
         for (int isa = PHILOX_ISA_SCALAR; isa < PHILOX_ISA_COUNT; isa++) {
             if (isa == (int)best || !philox_isa_supported((philox_isa)isa))
@@ -469,7 +478,7 @@ static void bench_targets(void)
 
 int main(int argc, char **argv)
 {
-    const char *only = NULL; /* --only fill|paths|threads|api */
+    const char *only = NULL; /* --only fill|api-fill|paths|threads|api */
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--quick") == 0) {
             B.quick = 1;
@@ -478,9 +487,11 @@ int main(int argc, char **argv)
         } else if (strcmp(argv[i], "--only") == 0 && i + 1 < argc) {
             only = argv[++i];
             if (strcmp(only, "fill") != 0 && strcmp(only, "paths") != 0 &&
-                strcmp(only, "threads") != 0 && strcmp(only, "api") != 0) {
+                strcmp(only, "threads") != 0 && strcmp(only, "api") != 0 &&
+                strcmp(only, "api-fill") != 0) {
                 fprintf(stderr, "%s: --only %s: unknown section "
-                        "(fill, paths, threads or api)\n", argv[0], only);
+                        "(fill, api-fill, paths, threads or api)\n", argv[0],
+                        only);
                 return 2;
             }
         } else if (strcmp(argv[i], "--json") == 0) {
@@ -494,7 +505,7 @@ int main(int argc, char **argv)
         } else {
             fprintf(stderr,
                     "usage: %s [--quick] [--json] [--runs N] [--cpu-time] "
-                    "[--only fill|paths|threads|api]\n",
+                    "[--only fill|api-fill|paths|threads|api]\n",
                     argv[0]);
             return 2;
         }
@@ -518,6 +529,9 @@ int main(int argc, char **argv)
                    "clock");
     if (only == NULL || strcmp(only, "fill") == 0)
         bench_fill(buf);
+    if (only == NULL || strcmp(only, "fill") == 0 ||
+        strcmp(only, "api-fill") == 0)
+        bench_api_fills();
     if (only == NULL || strcmp(only, "paths") == 0)
         bench_paths(buf, cap);
     /* the pool's work is on other threads, and a save waits on the

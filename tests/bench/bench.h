@@ -87,6 +87,10 @@ int bench_curand_fill(int what, void *out, size_t n);
 
 /* Parts through the public API (bench_api.c). */
 void bench_api(void);
+/* rngsnap_generate against the engine path, warm and cold buffers
+ * (bench_api_fill.c; bench_api_fills writes the cpu-only rng.ini). */
+void bench_api_fills(void);
+void bench_api_fill(const char *ini);
 
 /* Each SIMD path against the native loop, and large fills each way
  * (bench_paths.c); buf holds cap bytes. */

@@ -341,6 +341,20 @@ static void bench_checkpoint(void)
     }
 }
 
+void bench_api_fills(void)
+{
+    snprintf(ini_dir, sizeof ini_dir, "/tmp/rngsnap-bench-XXXXXX");
+    if (mkdtemp(ini_dir) == NULL) {
+        bench_note("cannot create a temporary folder for rng.ini files");
+        return;
+    }
+    const char *p = registry_ini("fill.ini", 1, NULL, 0, 0, 0);
+    bench_api_fill(p);
+    if (p != NULL)
+        unlink(p);
+    rmdir(ini_dir);
+}
+
 void bench_api(void)
 {
     snprintf(ini_dir, sizeof ini_dir, "/tmp/rngsnap-bench-XXXXXX");

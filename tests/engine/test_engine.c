@@ -286,10 +286,13 @@ static void test_tuning_rows(void **state)
     /* family 19h model 11h is Zen 4: no row of its own */
     assert_string_equal(px_tuning_for("AuthenticAMD", 0x19, 0x11).family,
                         "other");
-    assert_int_equal(px_tuning_for("AuthenticAMD", 0x19, 0x01).nt_probe, 0);
+    /* Zen 3 keeps its measured groups; its store kind is measured */
+    assert_int_equal(px_tuning_for("AuthenticAMD", 0x19, 0x01).nt_probe, 1);
+    assert_int_equal(px_tuning_for("AuthenticAMD", 0x19, 0x01).large_groups,
+                     4);
     px_tuning z5 = px_tuning_for("AuthenticAMD", 0x1A, 0x02);
     assert_string_equal(z5.family, "AMD Zen 5");
-    /* two Zen 5 VMs disagreed: from 64 MiB the first fill measures */
+    /* two Zen 5 VMs disagreed: measured from 64 MiB */
     assert_true(z5.nt_min == 64 * WAY_MIB);
     assert_int_equal(z5.nt_probe, 1);
     /* RNGSNAP_PHILOX_NT_MIN: a size replaces nt_min and the probe */
@@ -297,21 +300,32 @@ static void test_tuning_rows(void **state)
     assert_true(z5env.nt_min == 12345);
     assert_int_equal(z5env.nt_probe, 0);
     assert_true(z5env.prefetch_min == z5.prefetch_min);
-    static const char *const keep[] = {NULL, "", "64M", "-"};
+    px_tuning never = px_tuning_env(z5, "never");
+    assert_true(never.nt_min == SIZE_MAX);
+    assert_int_equal(never.nt_probe, 0);
+    static const char *const keep[] = {NULL, "", "64M", "-", "Never"};
     for (size_t i = 0; i < sizeof keep / sizeof keep[0]; i++) {
         px_tuning k = px_tuning_env(z5, keep[i]);
         assert_true(k.nt_min == z5.nt_min);
         assert_int_equal(k.nt_probe, 1);
     }
-    /* Emerald Rapids streams from 16 MiB (measured); Sapphire Rapids
-     * (not measured) and an AMD part with the same family and model
-     * numbers get "other" */
+    /* Emerald Rapids, the known exception, streams from 16 MiB without
+     * measuring; Sapphire Rapids (not measured) and an AMD part with the
+     * same family and model numbers get "other", which measures from what
+     * the caches say */
     px_tuning emr = px_tuning_for("GenuineIntel", 0x06, 0xCF);
     assert_string_equal(emr.family, "Intel Emerald Rapids");
     assert_true(emr.nt_min == 16 * WAY_MIB);
     assert_int_equal(emr.nt_probe, 0);
-    assert_string_equal(px_tuning_for("GenuineIntel", 0x06, 0x8F).family,
-                        "other");
+    px_tuning other = px_tuning_for("GenuineIntel", 0x06, 0x8F);
+    assert_string_equal(other.family, "other");
+    assert_true(other.nt_min == 0);
+    assert_int_equal(other.nt_probe, 1);
+    /* this processor: a probing row measures from no less than the floor
+     * its L2 gives */
+    px_tuning here = px_tuning_detect();
+    if (here.nt_probe)
+        assert_true(here.nt_min >= px_cache_floor(px_cache_bytes(2)));
     assert_string_equal(px_tuning_for("AuthenticAMD", 0x06, 0xCF).family,
                         "other");
     assert_string_equal(px_tuning_for(NULL, 0x19, 0x01).family, "other");
@@ -466,24 +480,26 @@ static void test_large_fills_kernels(void **state)
 }
 
 /* The probe's verdict from seconds per block of each way's pieces: the
- * median pieces decide, by more than the margin, so one slow piece cannot,
- * and a tie stays plain. */
+ * median pieces decide, so one slow or lucky piece cannot; streaming
+ * unless plain was ahead by more than PX_PROBE_MARGIN (5%), a tie too. */
 static void test_nt_verdict(void **state)
 {
     (void)state;
     const double one[4] = {1, 1, 1, 1};
     const double half[4] = {.5, .5, .5, .5};
-    const double near[4] = {.96, .96, .96, .96}; /* within 5% */
     const double faster[4] = {.94, .94, .94, .94};
-    const double plain_hit[4] = {1, 9, 1, 1};      /* one slow piece */
+    const double plain_near[4] = {.96, .96, .96, .96};  /* within 5% */
+    const double plain_ahead[4] = {.94, .94, .94, .94}; /* beyond 5% */
+    const double plain_hit[4] = {.5, 9, .5, .5};   /* one slow piece */
     const double nt_hit[4] = {.5, 9, .5, .5};
     const double plain_lucky[4] = {2, .9, 2, 2};   /* one fast plain piece */
-    const double nt_lucky[4] = {1, .1, 1, 1};
+    const double nt_lucky[4] = {2, .1, 2, 2};
     const double nt_split[4] = {.5, .5, 1, 1};     /* median .75 */
     assert_int_equal(px_nt_verdict(one, half, 4), 1);
     assert_int_equal(px_nt_verdict(one, faster, 4), 1);
-    assert_int_equal(px_nt_verdict(one, near, 4), 0);
-    assert_int_equal(px_nt_verdict(one, one, 4), 0);
+    assert_int_equal(px_nt_verdict(one, one, 4), 1);
+    assert_int_equal(px_nt_verdict(plain_near, one, 4), 1);
+    assert_int_equal(px_nt_verdict(plain_ahead, one, 4), 0);
     assert_int_equal(px_nt_verdict(half, one, 4), 0);
     assert_int_equal(px_nt_verdict(plain_hit, one, 4), 0);
     assert_int_equal(px_nt_verdict(one, nt_hit, 4), 1);
@@ -494,38 +510,88 @@ static void test_nt_verdict(void **state)
 }
 
 /* A fake piece timer for the probe: it fills (so the bits are the real
- * kernel's) and reports scripted seconds per block for each way, so the
- * verdict is the test's, not this machine's. */
+ * kernel's) and reports scripted seconds per block for each way (the
+ * first round's own, then the later rounds'), and scripted page faults,
+ * so the verdict is the test's, not this machine's. */
 static double fake_s_per_block[2];
+static double fake_warm_s_per_block[2]; /* round 1 (the warm-up) */
 static int fake_pieces[2];
 static size_t fake_blocks;
+static int fake_fault_round; /* 1-based round whose pieces fault; 0 none,
+                                -1 every round */
 
 static double fake_piece(px_fill_fn fill, rngsnap_dist dist, const px_ctr *c,
-                         void *out, size_t nb, int nt)
+                         void *out, size_t nb, int nt, long *faults)
 {
     fill(dist, c, out, nb, nt);
+    int round = (fake_pieces[0] + fake_pieces[1]) / PX_PROBE_PIECES + 1;
     fake_pieces[nt != 0]++;
     fake_blocks += nb;
-    return (double)nb * fake_s_per_block[nt != 0];
+    *faults = fake_fault_round == -1 || fake_fault_round == round ? 3 : 0;
+    return (double)nb * (round == 1 ? fake_warm_s_per_block[nt != 0]
+                                    : fake_s_per_block[nt != 0]);
 }
 
-/* A row that probes: the first fill of at least nt_min on a path is
- * written in 8 pieces, 4 plain and 4 non-temporal, covering its whole
- * blocks once (the bits equal scalar for u32, f64, the normals and the
- * 32-byte blocks of curand_uniform_f64, from an output 8 bytes off a
- * line); the verdict follows the (scripted) times and holds for every
- * later fill of that path without probing again; below nt_min nothing is
- * probed; a fill too small to split leaves the question open. */
+static void fake_start(double plain, double nt, double warm_plain,
+                       double warm_nt, int fault_round)
+{
+    px_nt_probe_reset();
+    px_probe_piece = fake_piece;
+    fake_s_per_block[0] = plain;
+    fake_s_per_block[1] = nt;
+    fake_warm_s_per_block[0] = warm_plain;
+    fake_warm_s_per_block[1] = warm_nt;
+    fake_fault_round = fault_round;
+    fake_pieces[0] = fake_pieces[1] = 0;
+    fake_blocks = 0;
+}
+
+/* Size classes from nt_min: x1, x4, x16, x64 and up. */
+static void test_nt_classes(void **state)
+{
+    (void)state;
+    px_tuning saved = px_tune;
+    const size_t m = WAY_MIB;
+    px_tune = (px_tuning){"probing", 4 * m, SIZE_MAX, SIZE_MAX, 3, 1};
+    assert_int_equal(px_nt_class(4 * m), 0);
+    assert_int_equal(px_nt_class(16 * m - 1), 0);
+    assert_int_equal(px_nt_class(16 * m), 1);
+    assert_int_equal(px_nt_class(64 * m - 1), 1);
+    assert_int_equal(px_nt_class(64 * m), 2);
+    assert_int_equal(px_nt_class(256 * m - 1), 2);
+    assert_int_equal(px_nt_class(256 * m), 3);
+    assert_int_equal(px_nt_class(SIZE_MAX), 3);
+    px_tune = saved;
+    /* the floor: 2 x L2, never below 4 MiB (nor when the OS is silent) */
+    assert_true(px_cache_floor(0) == 4 * m);
+    assert_true(px_cache_floor(512 * 1024) == 4 * m);
+    assert_true(px_cache_floor(2 * m) == 4 * m);
+    assert_true(px_cache_floor(3 * m) == 6 * m);
+    assert_true(px_cache_floor(SIZE_MAX) == 4 * m);
+}
+
+/* A probing row: from nt_min, the first PX_PROBE_ROUNDS fills of a size
+ * class on a path are each written in 8 pieces, 4 plain and 4
+ * non-temporal, covering its whole blocks once (the bits equal scalar for
+ * u32, f64, the normals and the 32-byte blocks of curand_uniform_f64, from
+ * an output 8 bytes off a line); the verdict follows the (scripted) times
+ * of the rounds after the first, and holds for every later fill of that
+ * class and path, whose bits equal scalar too, without probing again. */
 static void test_nt_probe(void **state)
 {
     (void)state;
     static const rngsnap_dist dists[] = {RNGSNAP_U32, RNGSNAP_F64,
                                          RNGSNAP_NORMAL_F64,
                                          RNGSNAP_CURAND_UNIFORM_F64};
+    /* warm: the first round's times, which must not decide (a first
+     * non-temporal pass over lines plain stores left dirty is slow) */
     static const struct {
-        double plain, nt;
+        double plain, nt, warm_plain, warm_nt;
         int stream;
-    } cases[] = {{2e-9, 1e-9, 1}, {1e-9, 2e-9, 0}, {1e-9, 0.97e-9, 0}};
+    } cases[] = {{2e-9, 1e-9, 1e-9, 3e-9, 1},
+                 {1e-9, 2e-9, 2e-9, 1e-9, 0},
+                 {1e-9, 1.02e-9, 1e-9, 0.5e-9, 1},
+                 {1e-9, 1.08e-9, 2e-9, 1e-9, 0}};
     philox_isa best;
     assert_int_equal(philox_isa_resolve(PHILOX_ISA_AUTO, &best, NULL),
                      RNGSNAP_OK);
@@ -550,16 +616,12 @@ static void test_nt_probe(void **state)
         size_t nb = (size_t)philox_words_for(d, nd) / 4;
         for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
             for (int p = 0; p < npaths; p++) {
-                px_nt_probe_reset();
-                px_probe_piece = fake_piece;
-                fake_s_per_block[0] = cases[ci].plain;
-                fake_s_per_block[1] = cases[ci].nt;
-                fake_pieces[0] = fake_pieces[1] = 0;
-                fake_blocks = 0;
+                fake_start(cases[ci].plain, cases[ci].nt, cases[ci].warm_plain,
+                           cases[ci].warm_nt, 0);
                 px_tune = probing;
-                assert_string_equal(px_nt_verdict_name(paths[p]),
+                assert_string_equal(px_nt_verdict_name(paths[p], nb * 16),
                                     "not measured yet");
-                for (int round = 0; round < 2; round++) {
+                for (int fill = 1; fill <= PX_PROBE_ROUNDS + 1; fill++) {
                     rngsnap_philox sb = s0;
                     memset(b, 0xA5, bytes + 64);
                     assert_int_equal(philox_generate_isa(&sb, d, b + 8, nd,
@@ -569,43 +631,83 @@ static void test_nt_probe(void **state)
                     if (memcmp(a + 8, b + 8, nd * vsize(d)) != 0)
                         fail_msg("%s, dist %d, case %zu, fill %d: differs "
                                  "from scalar", philox_isa_name(paths[p]),
-                                 (int)d, ci, round);
-                    /* probed once: the second fill adds no piece */
-                    assert_int_equal(fake_pieces[0], 4);
-                    assert_int_equal(fake_pieces[1], 4);
-                    assert_true(fake_blocks == nb);
+                                 (int)d, ci, fill);
+                    /* one round a fill, until decided */
+                    int rounds = fill < PX_PROBE_ROUNDS ? fill
+                                                        : PX_PROBE_ROUNDS;
+                    assert_int_equal(fake_pieces[0], 4 * rounds);
+                    assert_int_equal(fake_pieces[1], 4 * rounds);
+                    assert_true(fake_blocks == nb * (size_t)rounds);
+                    if (fill < PX_PROBE_ROUNDS)
+                        assert_string_equal(
+                            px_nt_verdict_name(paths[p], nb * 16),
+                            "being measured");
                 }
-                assert_string_equal(px_nt_verdict_name(paths[p]),
+                assert_string_equal(px_nt_verdict_name(paths[p], nb * 16),
                                     cases[ci].stream ? "non-temporal stores"
                                                      : "plain stores");
+                double med[2];
+                assert_int_equal(px_nt_probe_medians(paths[p], nb * 16, med),
+                                 PX_PROBE_SAMPLES);
+                /* the later rounds' times, not the warm-up's */
+                assert_true(fabs(med[0] - cases[ci].plain) <
+                                1e-6 * cases[ci].plain &&
+                            fabs(med[1] - cases[ci].nt) < 1e-6 * cases[ci].nt);
                 assert_int_equal(px_nt_choice(paths[p], nt_at),
                                  cases[ci].stream);
                 assert_int_equal(px_nt_choice(paths[p], nt_at - 1), 0);
+                /* another size class is measured on its own */
+                assert_string_equal(px_nt_verdict_name(paths[p], nt_at * 4),
+                                    "not measured yet");
             }
         }
     }
-    /* below nt_min: never probed */
-    px_nt_probe_reset();
-    px_probe_piece = fake_piece;
+    /* a round whose pages faulted in is not counted: one fill more */
+    fake_start(2e-9, 1e-9, 2e-9, 1e-9, 2);
     px_tune = probing;
-    fake_pieces[0] = fake_pieces[1] = 0;
+    size_t n32 = bytes / 4, nb32 = n32 / 4;
+    for (int fill = 1; fill <= PX_PROBE_ROUNDS + 1; fill++) {
+        rngsnap_philox s = {5, 6, 0};
+        assert_string_equal(px_nt_verdict_name(best, nb32 * 16),
+                            fill == 1 ? "not measured yet" : "being measured");
+        assert_int_equal(philox_generate_isa(&s, RNGSNAP_U32, b, n32, best),
+                         RNGSNAP_OK);
+    }
+    assert_int_equal(fake_pieces[0] + fake_pieces[1],
+                     PX_PROBE_PIECES * (PX_PROBE_ROUNDS + 1));
+    assert_string_equal(px_nt_verdict_name(best, nb32 * 16),
+                        "non-temporal stores");
+    /* fills that always fault (fresh buffers): after PX_PROBE_TRIES
+     * rounds, plain stores, however the pieces timed */
+    fake_start(2e-9, 1e-9, 2e-9, 1e-9, -1);
+    for (int fill = 1; fill <= PX_PROBE_TRIES + 1; fill++) {
+        rngsnap_philox s = {5, 6, 0};
+        assert_int_equal(philox_generate_isa(&s, RNGSNAP_U32, b, n32, best),
+                         RNGSNAP_OK);
+    }
+    assert_int_equal(fake_pieces[0] + fake_pieces[1],
+                     PX_PROBE_PIECES * PX_PROBE_TRIES);
+    assert_string_equal(px_nt_verdict_name(best, nb32 * 16), "plain stores");
+    assert_int_equal(px_nt_probe_medians(best, nb32 * 16, (double[2]){0, 0}),
+                     0);
+    /* below nt_min: never probed */
+    fake_start(1e-9, 1e-9, 1e-9, 1e-9, 0);
     rngsnap_philox s = {1, 2, 0};
     assert_int_equal(philox_generate_isa(&s, RNGSNAP_U32, b, nt_at / 4 - 4,
                                          best), RNGSNAP_OK);
     assert_int_equal(fake_pieces[0] + fake_pieces[1], 0);
-    assert_string_equal(px_nt_verdict_name(best), "not measured yet");
+    assert_string_equal(px_nt_verdict_name(best, nt_at), "not measured yet");
     /* one probe at a time: while it runs, other fills write plain */
     assert_int_equal(px_nt_choice(best, nt_at), PX_NT_PROBE);
     assert_int_equal(px_nt_choice(best, nt_at), 0);
     /* a fill of fewer blocks than pieces: plain, and the next one asks */
-    px_nt_probe_reset();
-    px_probe_piece = fake_piece;
+    fake_start(1e-9, 1e-9, 1e-9, 1e-9, 0);
     px_tune = (px_tuning){"probing", 0, SIZE_MAX, SIZE_MAX, 3, 1};
     uint32_t w[28], want[28];
     rngsnap_philox s1 = {9, 9, 0}, s2 = s1;
     assert_int_equal(philox_generate_isa(&s1, RNGSNAP_U32, w, 28, best),
                      RNGSNAP_OK);
-    assert_string_equal(px_nt_verdict_name(best), "not measured yet");
+    assert_string_equal(px_nt_verdict_name(best, 16), "not measured yet");
     assert_int_equal(px_nt_choice(best, 16), PX_NT_PROBE);
     px_tune = saved;
     assert_int_equal(philox_generate_isa(&s2, RNGSNAP_U32, want, 28,
@@ -978,6 +1080,7 @@ int main(void)
         cmocka_unit_test(test_large_fills_kernels),
         cmocka_unit_test(test_tuning_rows),
         cmocka_unit_test(test_nt_verdict),
+        cmocka_unit_test(test_nt_classes),
         cmocka_unit_test(test_nt_probe),
         cmocka_unit_test(test_normal_f32_edge_words),
         cmocka_unit_test(test_uniform_formulas),

@@ -5,9 +5,10 @@
  *                               (no silent fallback);
  *   RNGSNAP_PHILOX_ISA=scalar -> the plugin runs the scalar path even with
  *                               isa = avx2 in its section, and says so.
- * And once more with RNGSNAP_PHILOX_NT_MIN=12345 as well: that replaces
- * the CPU family's nt_min and turns its probe off (without it the row's
- * own values stand).
+ * And with RNGSNAP_PHILOX_NT_MIN=12345 and =never as well: a size replaces
+ * the measured choice (non-temporal stores from that size, no probe),
+ * "never" keeps plain stores (without it the processor's own values
+ * stand).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -64,7 +65,10 @@ static void test_nt_min(void **state)
     px_tuning row = px_tuning_detect();
     assert_string_equal(px_tune.family, row.family);
     const char *nt = getenv("RNGSNAP_PHILOX_NT_MIN");
-    if (nt != NULL) { /* an explicit size: the row's probe is off too */
+    if (nt != NULL && strcmp(nt, "never") == 0) { /* plain stores only */
+        assert_true(px_tune.nt_min == SIZE_MAX);
+        assert_int_equal(px_tune.nt_probe, 0);
+    } else if (nt != NULL) { /* an explicit size: the probe is off too */
         assert_true(px_tune.nt_min == (size_t)strtoull(nt, NULL, 10));
         assert_int_equal(px_tune.nt_probe, 0);
     } else {
