@@ -295,14 +295,17 @@ class Context(_rngsnap.Context):
     # _hooks.install puts _before_save/_before_load/_after_load in front
     # of each save and load method, below the class).
 
-    def register_state(self, name, save, load):
-        """register_state(name, save=, load=): save() -> bytes is written
-        into every checkpoint as app state name, load(bytes) restores it.
-        In a context opened with resume=True, OrderError after its load
-        (that load restored nothing of it)."""
+    def register_state(self, name, save, load, ledger=None):
+        """register_state(name, save=, load=, ledger=None): save() -> bytes
+        is written into every checkpoint as app state name, load(bytes)
+        restores it; ledger() -> bytes, when given, is what the divergence
+        ledger digests instead of save() (a cheaper reader of the same
+        state).  In a context opened with resume=True, OrderError after
+        its load (that load restored nothing of it)."""
         self._refuse_late("ctx.register_state(%r)" % (name,),
                           "Register every app state before the load")
-        return super().register_state(name, save=save, load=load)
+        return super().register_state(name, save=save, load=load,
+                                      ledger=ledger)
 
     def _refuse_late(self, call, fix):
         """A resumed context's load restores what was registered before
