@@ -108,5 +108,7 @@ void pc_check_points(pc *p);    /* plugin_check_points.c   */
 void pc_check_saveload(pc *p);  /* plugin_check_saveload.c */
 void pc_check_errors(pc *p);    /* plugin_check_errors.c   */
 void pc_check_threads(pc *p);   /* plugin_check_threads.c  */
+/* Part of "state" for a PHX1 backend: its values are the engine's. */
+void pc_check_engine_words(pc *p, rngsnap_stream *s); /* plugin_check_engine.c */
 
 #endif

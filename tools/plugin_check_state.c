@@ -3,7 +3,8 @@
  * get_state writes exactly state_size bytes, the same ones every time;
  * set_state of get_state's bytes is a no-op; the state changes when the
  * stream draws (it holds the position) and with the seed; a backend that
- * says PHX1 really keeps (seed, subsequence, offset) there.
+ * says PHX1 really keeps (seed, subsequence, offset) there, and draws the
+ * engine's values from it (plugin_check_engine.c).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -88,6 +89,7 @@ static void philox_layout(pc *p, rngsnap_stream *s)
                     (unsigned long long)le64(st2 + 8),
                     (unsigned long long)le64(st2 + 16));
     }
+    pc_check_engine_words(p, s);
 }
 
 void pc_check_state(pc *p)

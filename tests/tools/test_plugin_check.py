@@ -1,16 +1,18 @@
 #!/usr/bin/env python3
 """test_plugin_check.py - `rngsnap plugin-check` on every built-in backend
 (conformant, exit 0) and on the deliberately broken test backends of
-tests/plugins/broken/spareplug.c (exit 1, each with its own finding).
+tests/plugins/broken/spareplug.c and "ownconv" of tests/plugins/faults
+(exit 1, each with its own finding).
 
-usage: test_plugin_check.py RNGSNAP BROKEN_PLUGIN_DIR
+usage: test_plugin_check.py RNGSNAP BROKEN_PLUGIN_DIR FAULTS_PLUGIN_DIR
 """
 import os
+import struct
 import subprocess
 import sys
 import tempfile
 
-RNGSNAP, BROKEN = sys.argv[1], sys.argv[2]
+RNGSNAP, BROKEN, FAULTS = sys.argv[1], sys.argv[2], sys.argv[3]
 BUILD = os.environ["RNGSNAP_BUILD_ROOT"]
 MIXED = os.path.join(BUILD, "config", "clusters", "mixed.ini")
 failures = []
@@ -54,8 +56,9 @@ tmp = tempfile.mkdtemp()
 
 def ini(backend):
     path = os.path.join(tmp, backend + ".ini")
+    folder = FAULTS if backend == "ownconv" else BROKEN
     with open(path, "w") as f:
-        f.write(f"[rngsnap]\nplugin_dir = {BROKEN}\n"
+        f.write(f"[rngsnap]\nplugin_dir = {folder}\n"
                 f"[backend.{backend}]\nstreams = default, dropout\n")
     return path
 
@@ -78,6 +81,14 @@ expect = {
     "in the state; put it into the state",
     "crashget": "FAIL state: plugin crashget crashed in get_state of "
     "crashget:1/default (SIGSEGV, Segmentation fault)",
+    # A PHX1 state whose f32 are not the engine's (23 bits, not 24): the
+    # first value whose word has bit 8 set (below: the two differ by 2^-24).
+    "ownconv": "FAIL state: state_format is \"PHX1\" but ownconv:0/default "
+    "draws other f32 than the engine from the same position: value 1 of 7 "
+    "from (seed 0x5eed0f5eed, subsequence 5, offset 3) is 0x3f17986e where "
+    "rngsnap_philox_generate gives 0x3f17986f; draw through "
+    "host->philox_generate (docs/plugin-guide.md), or give the state a "
+    "format id of its own",
 }
 
 rc, out, err = run("-c", ini("spareok"), "plugin-check", "spareok")
@@ -112,6 +123,12 @@ check(not any("a value cached by normal_f32 " in l
 check(any(l.startswith("FAIL points: set_state does not restore the "
                        "stream's position") for l in found["nooffset"]),
       "nooffset: the save points name the position", "\n".join(found["nooffset"]))
+# ownconv's two values: the engine's 24-bit float and the same word's
+# 23-bit one, so they differ by exactly 2^-24 (the defect, not chance).
+own, eng = (struct.unpack("<f", struct.pack("<I", int(h, 16)))[0]
+            for h in ("3f17986e", "3f17986f"))
+check(eng - own == 2.0 ** -24 and 0 <= own < eng < 1,
+      "ownconv: the two f32 named differ by the bit its conversion drops")
 rc, out, err = run("-c", ini("crashget"), "plugin-check", "crashget")
 check(out.count("crashed in get_state of crashget:1/default") == 7,
       "crashget: every check survives the crash and names it", out)

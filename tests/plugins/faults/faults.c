@@ -6,7 +6,10 @@
  *                    ignore RNGSNAP_NO_EMULATION (as a plugin the project
  *                    does not ship may), so only the core can refuse them;
  *   FAULT_CRASH_GET  "crashy": get_state dereferences NULL (SIGSEGV), so
- *                    the core's debug trace must name the call in flight.
+ *                    the core's debug trace must name the call in flight;
+ *   FAULT_OWN_F32    "ownconv": a PHX1 state whose f32 values are its own
+ *                    conversion of the engine's words (23 bits, not 24), so
+ *                    `rngsnap plugin-check` must find them unlike the engine's.
  *
  * Streams are Philox positions drawn through host->philox_generate.
  */
@@ -98,7 +101,22 @@ static int f_set_state(void *stream, const void *buf, size_t len)
 static int f_generate(void *stream, rngsnap_dist dist, void *out, size_t n)
 {
     f_stream *s = stream;
-    return s->host->philox_generate(&s->pos, dist, out, n);
+#ifdef FAULT_OWN_F32
+    /* Its own float conversion of the engine's words: 23 bits, not 24. */
+    if (dist == RNGSNAP_F32) {
+        int rc = s->host->philox_generate(&s->pos, RNGSNAP_U32, out, n);
+        for (size_t i = 0; rc == RNGSNAP_OK && i < n; i++) {
+            uint32_t w = ((uint32_t *)out)[i];
+            ((float *)out)[i] = (float)(w >> 9) * 0x1p-23f;
+        }
+        return rc;
+    }
+#endif
+    int rc = s->host->philox_generate(&s->pos, dist, out, n);
+    if (rc != RNGSNAP_OK)
+        s->host->error(s->host, "the engine refused distribution %d (code "
+                       "%d)", (int)dist, rc);
+    return rc;
 }
 
 static const char *f_status(void *bctx)
