@@ -103,12 +103,9 @@ static int in_callback(struct rngsnap *ctx, rs_word_id call,
                     name ? name : "(null)");
 }
 
-RNGSNAP_API int rngsnap_register_state(rngsnap *ctx, const char *name,
-                                       const rngsnap_state_ops *ops,
-                                       void *user)
+int rs_register_state(struct rngsnap *ctx, const char *name,
+                      const rngsnap_state_ops *ops, void *user)
 {
-    if (!ctx)
-        return RNGSNAP_E_INVALID;
     int rc = in_callback(ctx, RS_W_REGISTER_STATE, name);
     if (rc)
         return rc;
@@ -116,6 +113,26 @@ RNGSNAP_API int rngsnap_register_state(rngsnap *ctx, const char *name,
     rc = register_state_locked(ctx, name, ops, user);
     rs_ctx_unlock(ctx);
     return rc;
+}
+
+RNGSNAP_API int rngsnap_register_state(rngsnap *ctx, const char *name,
+                                       const rngsnap_state_ops *ops,
+                                       void *user)
+{
+    if (!ctx)
+        return RNGSNAP_E_INVALID;
+    /* A RESUME context's load restored the app states registered before
+     * it: one registered after would silently keep this run's values. */
+    if ((ctx->flags & RNGSNAP_RESUME) && atomic_load(&ctx->loaded))
+        return rs_error(ctx, RNGSNAP_E_ORDER, "rngsnap_register_state %s "
+                        "refused: this context was opened with "
+                        "RNGSNAP_RESUME and its load has already restored "
+                        "it, so app state %s would keep this run's values, "
+                        "not the checkpoint's; register every app state "
+                        "before rngsnap_load (or rngsnap_load_mem, "
+                        "rngsnap_mpi_load)", name ? name : "(null)",
+                        name ? name : "(null)");
+    return rs_register_state(ctx, name, ops, user);
 }
 
 static int unregister_state_locked(struct rngsnap *ctx, const char *name)

@@ -180,6 +180,14 @@ void rs_load_finish(rs_load_plan *plan);
 /* Close ctx's ledger, if any (rngsnap_close calls it). */
 int rs_ledger_close(struct rngsnap *ctx);
 
+/* ---- checkpoint.c ---- */
+
+/* rngsnap_register_state without its RESUME check: for a binding whose
+ * own layer refuses a late registration in its language's words and
+ * registers states of its own after a load (python: a save's tag=). */
+int rs_register_state(struct rngsnap *ctx, const char *name,
+                      const rngsnap_state_ops *ops, void *user);
+
 /* ---- small helpers (errors.c) ---- */
 
 char *rs_strdup(const char *s);

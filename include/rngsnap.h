@@ -230,7 +230,9 @@ RNGSNAP_API void rngsnap_free(void *data);
 /* Register app-owned state under a unique name (1..255 bytes).  *ops is
  * copied; user is kept and passed to every callback, in the call pattern
  * described at rngsnap_state_ops.  Every later save writes it and every
- * later load requires it. */
+ * later load requires it.  In a context opened with RNGSNAP_RESUME, a
+ * registration after its load is RNGSNAP_E_ORDER (that load restored
+ * nothing of it): register every app state before the load. */
 RNGSNAP_API int rngsnap_register_state(rngsnap *ctx, const char *name,
                                        const rngsnap_state_ops *ops,
                                        void *user);

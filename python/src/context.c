@@ -9,6 +9,7 @@
 #include "rngsnap_py.h"
 #include "words.h" /* the core's: its messages in Python's words */
 #include "context.h" /* the core's: which streams have drawn */
+#include "internal.h" /* the core's: rs_register_state */
 
 /* This thread's running save/load/ranks calls, innermost first. */
 static _Thread_local rsp_call *rsp_calls;
@@ -323,7 +324,10 @@ static PyObject *ctx_register_state(rsp_context *self, PyObject *args,
     a->load = Py_NewRef(load);
     a->ledger = ledger == Py_None ? NULL : Py_NewRef(ledger);
     int rc;
-    RSP_WITHOUT_GIL(self, rc = rngsnap_register_state(ctx, name,
+    /* rs_register_state: python/rngsnap's ctx.register_state refuses a
+     * late registration in Python words; a save's tag= registers after a
+     * load on purpose (_tag.py). */
+    RSP_WITHOUT_GIL(self, rc = rs_register_state(ctx, name,
                                                       &rsp_state_ops, a));
     if (rc) {
         rsp_app_free(a);

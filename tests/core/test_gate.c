@@ -2,7 +2,8 @@
  * test_gate.c - the resume gate.  A context opened with RNGSNAP_RESUME
  * refuses generate and reserve (RNGSNAP_E_ORDER naming the stream) until
  * a load has succeeded, and refuses rngsnap_seed_all after it, and a
- * second load once a stream has drawn (test_reload_*).  The load
+ * second load once a stream has drawn (test_reload_*), and an app state
+ * registered after the load (test_register_after_load).  The load
  * itself is the checkpoint engineer's: here its effect on the context
  * (loaded = 1, awaiting_load = 0, as rngsnap_load sets them) is applied
  * through the static core; test_with_real_load then checks the same with
@@ -169,6 +170,71 @@ static void save_one(const char *path, uint64_t seed)
     rngsnap_close(run);
 }
 
+/* App state callbacks that count their calls. */
+static int late_calls;
+static size_t late_size(void *u) { (void)u; late_calls++; return 4; }
+static int late_save(void *u, void *buf, size_t len)
+{
+    (void)u, (void)len;
+    late_calls++;
+    memcpy(buf, "late", 4);
+    return 0;
+}
+static int late_load(void *u, const void *buf, size_t len)
+{
+    (void)u, (void)buf, (void)len;
+    late_calls++;
+    return 0;
+}
+static const rngsnap_state_ops late_ops = {late_size, late_save, late_load};
+
+/* An app state registered after a RESUME context's load would keep this
+ * run's values (the load restored nothing of it): refused in C words,
+ * nothing registered.  Before the load, or in a plain context, allowed. */
+static void test_register_after_load(void **state)
+{
+    (void)state;
+    char ckpt[4096], again[4096];
+    snprintf(ckpt, sizeof ckpt, "%s/late.ckpt", th_tmpdir());
+    snprintf(again, sizeof again, "%s/late-again.ckpt", th_tmpdir());
+    save_one(ckpt, 41);
+
+    rngsnap *res = th_open_ok(ini, RNGSNAP_RESUME);
+    assert_int_equal(rngsnap_load(res, ckpt, 0), RNGSNAP_OK);
+    late_calls = 0;
+    assert_int_equal(rngsnap_register_state(res, "late", &late_ops, NULL),
+                     RNGSNAP_E_ORDER);
+    assert_string_equal(rngsnap_errmsg(res),
+        "rngsnap_register_state late refused: this context was opened with "
+        "RNGSNAP_RESUME and its load has already restored it, so app state "
+        "late would keep this run's values, not the checkpoint's; register "
+        "every app state before rngsnap_load (or rngsnap_load_mem, "
+        "rngsnap_mpi_load)");
+    /* Nothing registered: a save does not call it, and the file loads
+     * into a context without it. */
+    assert_int_equal(rngsnap_save(res, again, RNGSNAP_SAVE_REPLACE),
+                     RNGSNAP_OK);
+    assert_int_equal(late_calls, 0);
+    rngsnap *check = th_open_ok(ini, 0);
+    assert_int_equal(rngsnap_load(check, again, 0), RNGSNAP_OK);
+    rngsnap_close(check);
+    rngsnap_close(res);
+
+    /* Registered before the load: the load requires and restores it. */
+    res = th_open_ok(ini, RNGSNAP_RESUME);
+    assert_int_equal(rngsnap_register_state(res, "late", &late_ops, NULL),
+                     RNGSNAP_OK);
+    assert_int_equal(rngsnap_load(res, again, 0), RNGSNAP_E_MISMATCH);
+    rngsnap_close(res);
+
+    /* A plain context may register whenever it likes. */
+    rngsnap *plain = th_open_ok(ini, 0);
+    assert_int_equal(rngsnap_load(plain, ckpt, 0), RNGSNAP_OK);
+    assert_int_equal(rngsnap_register_state(plain, "late", &late_ops, NULL),
+                     RNGSNAP_OK);
+    rngsnap_close(plain);
+}
+
 /* A resumed job that loads again after drawing would rewind the stream
  * and replay its numbers: refused, naming each stream drawn, with every
  * position as it was.  Loading again before any draw is harmless. */
@@ -287,6 +353,7 @@ int main(void)
         cmocka_unit_test(test_reload_after_draw),
         cmocka_unit_test(test_reload_names_each),
         cmocka_unit_test(test_reload_without_resume),
+        cmocka_unit_test(test_register_after_load),
     };
     return cmocka_run_group_tests(tests, setup, th_group_teardown);
 }
