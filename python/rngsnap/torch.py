@@ -40,11 +40,13 @@ from ._generators import awaiting_load as _awaiting_load, check_order
 from ._untracked import _stacklevel
 # Mid-epoch resume with a standard DataLoader (_sampler.py).
 from ._sampler import (DistributedResumableSampler, KeyedDataset,  # noqa
-                       ResumableSampler, SampleKey, seed_words as _seed_words)
+                       LOADER_KEY, ORDER_KEY, ResumableSampler, SampleKey,
+                       seed_words as _seed_words)
 
 __all__ = ["track", "Tracker", "worker_init_fn", "seed_from",
            "WORKER_KEY_BASE", "ResumableSampler",
-           "DistributedResumableSampler", "KeyedDataset", "SampleKey"]
+           "DistributedResumableSampler", "KeyedDataset", "SampleKey",
+           "ORDER_KEY", "LOADER_KEY"]
 
 FINGERPRINT_STATE = "rngsnap.fingerprint"
 # worker_init_fn keys (epoch, WORKER_KEY_BASE + worker id): apart from the
