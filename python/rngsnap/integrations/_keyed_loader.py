@@ -1,0 +1,188 @@
+"""A training DataLoader made resumable at any batch, for the integrations
+that cannot hand the loop rngsnap.torch.ResumableSampler.batches().
+
+keyed_loader(loader, stream, position) builds, from the user's DataLoader,
+one whose every sample is a pure function of (the stream's seeding, epoch,
+index): the dataset wrapped in rngsnap.torch.KeyedDataset, fed the
+SampleKeys of a KeyedBatchSampler (epoch e's order: the stable argsort of
+stream.derive(e, ORDER_KEY), as ResumableSampler), and a generator of its
+own reseeded at each iter() from stream.derive(e, LOADER_KEY), so iter()
+draws nothing from torch's default generator.  Prefetching, worker count
+and start method then change nothing.  The position (epoch, batches the
+loop took) is a LoaderPosition: the framework tells it when the loop takes
+a batch; the integration saves it as an app state of the context.
+"""
+import struct
+
+import numpy as np
+import torch
+
+import rngsnap
+from rngsnap.torch import LOADER_KEY, ORDER_KEY, KeyedDataset, SampleKey
+
+# "RSLP" v1: u64 dataset length, u64 batch size, u64 epoch, u64 batches taken.
+_MAGIC, _VERSION = b"RSLP", 1
+_FORMAT = struct.Struct("<4sHQQQQ")
+
+
+class LoaderPosition:
+    """Where the training loop is: epoch, batches taken in it, and the
+    loader's shape (dataset length, batch size), saved with the checkpoint
+    and checked against the loader that resumes."""
+
+    def __init__(self, name):
+        self.name = name
+        self.epoch = self.taken = 0
+        self.shape = None  # (length, batch_size) once the loader is built
+        self._loaded = None  # a checkpoint's shape, checked at build
+
+    def save(self):
+        length, batch = self.shape or (0, 0)
+        return _FORMAT.pack(_MAGIC, _VERSION, length, batch, self.epoch,
+                            self.taken)
+
+    def load(self, data):
+        if len(data) != _FORMAT.size:
+            raise rngsnap.CorruptError(
+                "%s: %d bytes, not the %d of a loader position"
+                % (self.name, len(data), _FORMAT.size))
+        magic, version, length, batch, epoch, taken = _FORMAT.unpack(data)
+        if magic != _MAGIC or version != _VERSION:
+            raise rngsnap.CorruptError("%s: not a loader position (magic %r,"
+                                       " version %d)" % (self.name, magic,
+                                                         version))
+        self.epoch, self.taken = epoch, taken
+        self._loaded = (length, batch)
+        self.check()
+
+    def check(self):
+        """MismatchError when the loader differs from the checkpoint's."""
+        if self.shape is None or self._loaded is None or \
+                self._loaded == (0, 0):
+            return
+        diff = ["  %s: checkpoint %d, this job %d" % (what, a, b)
+                for what, a, b in zip(("dataset length", "batch size"),
+                                      self._loaded, self.shape) if a != b]
+        if diff:
+            raise rngsnap.MismatchError(
+                "%s: the training loader differs from the checkpoint's, so "
+                "the resumed job would see other batches; resume with the "
+                "loader the checkpoint was written with:\n%s"
+                % (self.name, "\n".join(diff)))
+
+
+class KeyedBatchSampler(torch.utils.data.Sampler):
+    """Batches of SampleKeys for the position's epoch, from the batch the
+    position says on (the first iter() after a resume) or from the start."""
+
+    def __init__(self, stream, position, length, batch_size, shuffle,
+                 drop_last):
+        self.stream, self.position = stream, position
+        self.length, self.batch_size = length, batch_size
+        self.shuffle, self.drop_last = shuffle, drop_last
+        self._resume_at = position.taken  # batches to pass over, once
+
+    def set_epoch(self, epoch):
+        """The framework's epoch counter; a new epoch starts at batch 0."""
+        if epoch != self.position.epoch:
+            self.position.epoch, self.position.taken = epoch, 0
+            self._resume_at = 0
+
+    def __len__(self):  # the whole epoch's batches: the framework counts
+        if self.drop_last:
+            return self.length // self.batch_size
+        return -(-self.length // self.batch_size)
+
+    def __iter__(self):
+        epoch, start = self.position.epoch, self._resume_at
+        self._resume_at = 0
+        if self.shuffle:
+            keys = self.stream.derive(epoch, ORDER_KEY).generate(
+                "u64", self.length)
+            order = np.argsort(keys, kind="stable")
+        else:
+            order = np.arange(self.length)
+        words = np.empty(10, dtype=np.uint32)
+        for b in range(start, len(self)):
+            batch = []
+            for i in order[b * self.batch_size:(b + 1) * self.batch_size]:
+                self.stream.derive(epoch, int(i)).generate("u32", out=words)
+                batch.append(SampleKey(epoch, int(i), words.tobytes()))
+            yield batch
+
+
+class KeyedLoader(torch.utils.data.DataLoader):
+    """The user's DataLoader, keyed (see the module's docstring)."""
+
+    def __init__(self, loader, stream, position):
+        self.keyed_sampler = sampler = KeyedBatchSampler(
+            stream, position, len(loader.dataset), loader.batch_size,
+            shuffle=_shuffles(loader), drop_last=loader.drop_last)
+        self._stream, self._position = stream, position
+        kw = dict(num_workers=loader.num_workers,
+                  collate_fn=loader.collate_fn,
+                  pin_memory=loader.pin_memory, timeout=loader.timeout,
+                  worker_init_fn=loader.worker_init_fn,
+                  multiprocessing_context=loader.multiprocessing_context,
+                  persistent_workers=loader.persistent_workers)
+        if loader.num_workers:
+            kw["prefetch_factor"] = loader.prefetch_factor
+        super().__init__(KeyedDataset(loader.dataset), batch_sampler=sampler,
+                         generator=torch.Generator(), **kw)
+
+    # The framework's stateful-loader protocol (Lightning's _Stateful):
+    # the position itself travels in rngsnap's checksummed bytes.
+    def state_dict(self):
+        return {}
+
+    def load_state_dict(self, state_dict):
+        pass
+
+    def __iter__(self):
+        # The workers' base seed comes from the loader's own generator,
+        # keyed by the epoch: nothing drawn from torch's default one.
+        seed = self._stream.derive(self._position.epoch,
+                                   LOADER_KEY).generate("u64", 1)
+        self.generator.manual_seed(int(seed[0]))
+        return super().__iter__()
+
+
+def _shuffles(loader):
+    sampler = loader.sampler
+    if isinstance(sampler, torch.utils.data.RandomSampler):
+        return True
+    if isinstance(sampler, torch.utils.data.SequentialSampler):
+        return False
+    raise rngsnap.InvalidError(
+        "rngsnap: the training DataLoader has a sampler of its own (%s); "
+        "the integration keys the order itself (shuffle=True or False) "
+        "and cannot resume %s exactly inside an epoch; build the loader "
+        "with shuffle=True (or False) and no sampler="
+        % (type(sampler).__name__, type(sampler).__name__))
+
+
+def keyed_loader(loader, stream, position):
+    """The keyed, resumable form of the user's training DataLoader, or
+    InvalidError saying why it cannot be made exact."""
+    if not isinstance(loader, torch.utils.data.DataLoader):
+        raise rngsnap.InvalidError(
+            "rngsnap: the training data is a %s, not a torch DataLoader; "
+            "the integration resumes a DataLoader over a map-style dataset "
+            "exactly, return one from train_dataloader()"
+            % type(loader).__name__)
+    if isinstance(loader.dataset, torch.utils.data.IterableDataset):
+        raise rngsnap.InvalidError(
+            "rngsnap: the training DataLoader reads an IterableDataset; "
+            "its samples have no index to key, so a resume inside an epoch "
+            "cannot be exact; use a map-style dataset (__getitem__, "
+            "__len__)")
+    if not isinstance(loader.batch_sampler, torch.utils.data.BatchSampler):
+        raise rngsnap.InvalidError(
+            "rngsnap: the training DataLoader has a batch_sampler of its own"
+            " (%s); the integration keys the batches itself and cannot "
+            "resume it exactly; use batch_size= and shuffle= instead"
+            % type(loader.batch_sampler).__name__)
+    _shuffles(loader)
+    position.shape = (len(loader.dataset), loader.batch_size)
+    position.check()
+    return KeyedLoader(loader, stream, position)

@@ -1,0 +1,78 @@
+"""A Lightning job with ModelCheckpoint(every_n_train_steps=EVERY): plain,
+or with rngsnap.integrations.lightning.RngsnapCallback (the one line).
+
+    python3 lightning_job.py --dir DIR [--resume] [--workers N] [--plain]
+                             [--package lightning.pytorch|pytorch_lightning]
+
+Prints "loss <hex>" per step and, at the end, "params <hex digest>"; the
+checkpoints signal the test harness (killpoint.committed) once whole.
+"""
+import hashlib
+import importlib
+import os
+import sys
+
+import torch
+from torch import nn
+
+from killpoint import committed  # the test harness's lines only
+from toyjob import Augmented, net, parse_args
+
+EPOCHS, BATCH, EVERY = 2, 4, 4  # 24 samples: 6 steps an epoch
+
+
+def main():
+    args = parse_args(("--workers", dict(type=int, default=0)),
+                      ("--plain", dict(action="store_true")),
+                      ("--package", dict(default="lightning.pytorch")))
+    pl = importlib.import_module(args.package)
+
+    class Net(pl.LightningModule):
+        def __init__(self):
+            super().__init__()
+            self.net = net()
+
+        def training_step(self, batch, batch_idx):
+            x, y = batch
+            loss = nn.functional.binary_cross_entropy_with_logits(
+                self.net(x), y)
+            print("loss", loss.item().hex(), flush=True)
+            return loss
+
+        def configure_optimizers(self):
+            return torch.optim.SGD(self.parameters(), lr=0.05, momentum=0.9)
+
+        def train_dataloader(self):
+            return torch.utils.data.DataLoader(
+                Augmented(), batch_size=BATCH, shuffle=True,
+                num_workers=args.workers)
+
+    class Signalled(pl.callbacks.ModelCheckpoint):
+        def _save_checkpoint(self, trainer, filepath):
+            super()._save_checkpoint(trainer, filepath)  # whole on disk
+            committed(trainer.global_step)
+
+    pl.seed_everything(1234, verbose=False)
+    model = Net()
+    callbacks = [Signalled(dirpath=args.dir, filename="{step}",
+                           every_n_train_steps=EVERY, save_top_k=-1)]
+    if not args.plain:
+        from rngsnap.integrations.lightning import RngsnapCallback
+        callbacks.insert(0, RngsnapCallback())  # the line rngsnap adds
+    ckpt = None
+    if args.resume:
+        steps = [int(f[5:-5]) for f in os.listdir(args.dir)
+                 if f.startswith("step=") and f.endswith(".ckpt")]
+        ckpt = os.path.join(args.dir, "step=%d.ckpt" % max(steps))
+    trainer = pl.Trainer(max_epochs=EPOCHS, logger=False,
+                         enable_progress_bar=False,
+                         enable_model_summary=False, num_sanity_val_steps=0,
+                         accelerator="cpu", devices=1, callbacks=callbacks)
+    trainer.fit(model, ckpt_path=ckpt)
+    params = b"".join(p.detach().numpy().tobytes()
+                      for p in model.parameters())
+    print("params", hashlib.sha256(params).hexdigest(), flush=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
