@@ -1,4 +1,4 @@
-"""A Lightning job with ModelCheckpoint(every_n_train_steps=EVERY): plain,
+"""A Lightning job with ModelCheckpoint(every_n_train_steps=args.every): plain,
 or with rngsnap.integrations.lightning.RngsnapCallback (the one line).
 
     python3 lightning_job.py --dir DIR [--resume] [--workers N] [--plain]
@@ -18,12 +18,13 @@ from torch import nn
 from killpoint import committed  # the test harness's lines only
 from toyjob import Augmented, net, parse_args
 
-EPOCHS, BATCH, EVERY = 2, 4, 4  # 24 samples: 6 steps an epoch
+EPOCHS, BATCH = 2, 4  # 24 samples: 6 steps an epoch
 
 
 def main():
     args = parse_args(("--workers", dict(type=int, default=0)),
                       ("--plain", dict(action="store_true")),
+                      ("--every", dict(type=int, default=4)),
                       ("--package", dict(default="lightning.pytorch")))
     pl = importlib.import_module(args.package)
 
@@ -55,7 +56,7 @@ def main():
     pl.seed_everything(1234, verbose=False)
     model = Net()
     callbacks = [Signalled(dirpath=args.dir, filename="{step}",
-                           every_n_train_steps=EVERY, save_top_k=-1)]
+                           every_n_train_steps=args.every, save_top_k=-1)]
     if not args.plain:
         from rngsnap.integrations.lightning import RngsnapCallback
         callbacks.insert(0, RngsnapCallback())  # the line rngsnap adds

@@ -80,6 +80,8 @@ class KeyedBatchSampler(torch.utils.data.Sampler):
         self.stream, self.position = stream, position
         self.length, self.batch_size = length, batch_size
         self.shuffle, self.drop_last = shuffle, drop_last
+        if position.taken >= len(self):  # saved at the epoch's end
+            position.epoch, position.taken = position.epoch + 1, 0
         self._resume_at = position.taken  # batches to pass over, once
 
     def set_epoch(self, epoch):
@@ -130,14 +132,6 @@ class KeyedLoader(torch.utils.data.DataLoader):
         super().__init__(KeyedDataset(loader.dataset), batch_sampler=sampler,
                          generator=torch.Generator(), **kw)
 
-    # The framework's stateful-loader protocol (Lightning's _Stateful):
-    # the position itself travels in rngsnap's checksummed bytes.
-    def state_dict(self):
-        return {}
-
-    def load_state_dict(self, state_dict):
-        pass
-
     def __iter__(self):
         # The workers' base seed comes from the loader's own generator,
         # keyed by the epoch: nothing drawn from torch's default one.
@@ -176,7 +170,7 @@ def keyed_loader(loader, stream, position):
             "its samples have no index to key, so a resume inside an epoch "
             "cannot be exact; use a map-style dataset (__getitem__, "
             "__len__)")
-    if not isinstance(loader.batch_sampler, torch.utils.data.BatchSampler):
+    if loader.batch_size is None:  # batch_sampler= of the user's
         raise rngsnap.InvalidError(
             "rngsnap: the training DataLoader has a batch_sampler of its own"
             " (%s); the integration keys the batches itself and cannot "

@@ -13,6 +13,8 @@ an epoch too (ModelCheckpoint(every_n_train_steps=k)), resumes bit-exact.
 Works with lightning.pytorch and pytorch_lightning alike: it imports
 neither, it is made a Callback of the package the Trainer comes from.
 """
+import warnings
+
 import torch
 
 import rngsnap
@@ -58,6 +60,13 @@ class _Hooks:
         self.ctx.register_state(POSITION_STATE, save=self.position.save,
                                 load=self.position.load)
         self._key_train_loader(trainer)
+        # Lightning warns that a plain loader restarted inside an epoch is
+        # "not resumable"; the keyed loader resumes at its position.  (Made
+        # Lightning-stateful instead, the loop skips the taken batches a
+        # second time.)
+        warnings.filterwarnings(
+            "ignore", message="You're resuming from a checkpoint that ended "
+            "before the epoch ended and your dataloader is not resumable")
         self._ready = True
 
     def _key_train_loader(self, trainer):
@@ -84,6 +93,11 @@ class _Hooks:
         if self.ctx is None:
             return {}
         return self.ctx.state_dict()
+
+    def on_load_checkpoint(self, trainer, pl_module, checkpoint):
+        # Lightning calls load_state_dict only for a state it has.
+        if not checkpoint.get("callbacks", {}).get(self.state_key):
+            self.load_state_dict({})
 
     def load_state_dict(self, state_dict):
         if not state_dict:

@@ -1,0 +1,127 @@
+"""rngsnap.integrations.lightning.RngsnapCallback against the real
+Lightning (lightning.pytorch and pytorch_lightning): a job killed right
+after a ModelCheckpoint(every_n_train_steps=k) checkpoint, inside an epoch
+or at its end, resumed with fit(ckpt_path=...) in a new process, prints
+every loss and the final parameters of the uninterrupted run, bit for bit;
+the same job plain does not; and each refusal, word for word."""
+import pytest
+
+pytest.importorskip("lightning.pytorch", reason="lightning does not import "
+                    "for this interpreter (tests/requirements.txt)")
+pytest.importorskip("pytorch_lightning", reason="pytorch-lightning does not "
+                    "import for this interpreter (tests/requirements.txt)")
+
+import torch  # noqa: E402
+
+import rngsnap  # noqa: E402
+from jobs import killed_at, losses, params, run  # noqa: E402
+from rngsnap.integrations import _keyed_loader as kl  # noqa: E402
+
+JOB = "lightning_job.py"
+
+
+@pytest.fixture(scope="module")
+def whole(tmp_path_factory):
+    """The uninterrupted run, 0 workers: the reference of every resume
+    (checkpoints and the worker count draw nothing, so one run serves)."""
+    rc, out, err = run(JOB, "--dir", str(tmp_path_factory.mktemp("whole")))
+    assert rc == 0, err[-3000:]
+    assert len(losses(out)) == 12 and params(out)
+    return out
+
+
+# (every, kill at, workers of the killed run, of the resumed run, package).
+# Known defect, not covered here: a run killed with 2 workers AND resumed
+# with 2 workers differs from the first step of the next epoch on (see
+# docs/integrations/lightning.md, "Limits").
+@pytest.mark.parametrize("every,tag,killed_workers,workers,package", [
+    (4, 4, 0, 0, "lightning.pytorch"),  # inside epoch 0 (step 4 of 6)
+    (4, 4, 0, 2, "lightning.pytorch"),  # resumed with 2 workers
+    (4, 4, 0, 0, "pytorch_lightning"),  # the other package name
+    (6, 6, 0, 0, "lightning.pytorch"),  # at the end of epoch 0
+])
+def test_resume_exact(whole, tmp_path, every, tag, killed_workers, workers,
+                      package):
+    args = ["--dir", str(tmp_path), "--every", str(every), "--package",
+            package]
+    before = killed_at(JOB, tag, *args, "--workers", str(killed_workers))
+    rc, after, err = run(JOB, *args, "--workers", str(workers), "--resume")
+    assert rc == 0, err[-3000:]
+    assert "not resumable" not in err  # Lightning sees a stateful loader
+    assert len(losses(before)) == tag
+    assert losses(before) + losses(after) == losses(whole)
+    assert params(after) == params(whole)
+
+
+def test_plain_job_differs(whole, tmp_path):
+    """The same job without the callback, killed inside epoch 0 and
+    resumed: Lightning restarts the loader; count the resumed steps that
+    differ (docs/integrations/lightning.md's table)."""
+    rc, plain, err = run(JOB, "--dir", str(tmp_path / "w"), "--plain")
+    assert rc == 0, err[-3000:]
+    before = killed_at(JOB, 4, "--dir", str(tmp_path / "j"), "--plain")
+    rc, after, err = run(JOB, "--dir", str(tmp_path / "j"), "--plain",
+                         "--resume")
+    assert rc == 0, err[-3000:]
+    assert losses(before) == losses(plain)[:4]
+    resumed, want = losses(after), losses(plain)[4:]
+    assert len(resumed) == len(want) == 8
+    differ = sum(a != b for a, b in zip(resumed, want))
+    print("plain Lightning, killed at step 4 of 12: %d of %d resumed steps "
+          "differ" % (differ, len(want)))
+    assert differ > 0
+
+
+def test_plain_checkpoint_refused(tmp_path):
+    """A checkpoint written without the callback, resumed with it."""
+    killed_at(JOB, 4, "--dir", str(tmp_path), "--plain")
+    rc, out, err = run(JOB, "--dir", str(tmp_path), "--resume")
+    assert rc != 0 and not losses(out)
+    assert "rngsnap.MismatchError: rngsnap.integrations.lightning: the " \
+        "checkpoint holds no rngsnap state (it was written without " \
+        "RngsnapCallback); nothing restored" in err
+
+
+class _Stream(torch.utils.data.IterableDataset):
+    def __iter__(self):
+        return iter(range(4))
+
+
+def test_loaders_that_cannot_be_keyed():
+    ctx = rngsnap.Context()
+    ctx.seed_all(1)
+    s, pos = ctx.stream("cpu", 0, "augment"), kl.LoaderPosition("p")
+    data = torch.utils.data.TensorDataset(torch.zeros(8, 2))
+    with pytest.raises(rngsnap.InvalidError, match="reads an IterableDataset"
+                       "; its samples have no index to key"):
+        kl.keyed_loader(torch.utils.data.DataLoader(_Stream()), s, pos)
+    weighted = torch.utils.data.WeightedRandomSampler([1.0] * 8, 8)
+    with pytest.raises(rngsnap.InvalidError, match=r"has a sampler of its "
+                       r"own \(WeightedRandomSampler\)"):
+        kl.keyed_loader(torch.utils.data.DataLoader(data, sampler=weighted),
+                        s, pos)
+    batches = torch.utils.data.BatchSampler(range(8), 2, False)
+    with pytest.raises(rngsnap.InvalidError, match="has a batch_sampler of "
+                       "its own"):
+        kl.keyed_loader(torch.utils.data.DataLoader(
+            data, batch_sampler=batches), s, pos)
+    with pytest.raises(rngsnap.InvalidError, match="not a torch DataLoader"):
+        kl.keyed_loader([1, 2], s, pos)
+    ctx.close()
+
+
+def test_other_loader_shape_refused():
+    """A checkpoint's position of 24 samples in batches of 4, resumed with
+    another batch size: MismatchError naming both values."""
+    saved = kl.LoaderPosition("p")
+    saved.shape, saved.epoch, saved.taken = (24, 4), 0, 4
+    data = saved.save()
+    resumed = kl.LoaderPosition("p")
+    resumed.load(data)
+    assert (resumed.epoch, resumed.taken) == (0, 4)
+    resumed.shape = (24, 8)
+    with pytest.raises(rngsnap.MismatchError, match="batch size: checkpoint "
+                       "4, this job 8"):
+        resumed.check()
+    with pytest.raises(rngsnap.CorruptError, match="37 bytes, not the 38 of a loader position"):
+        kl.LoaderPosition("p").load(data[:-1])
