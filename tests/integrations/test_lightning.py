@@ -31,12 +31,12 @@ def whole(tmp_path_factory):
 
 
 # (every, kill at, workers of the killed run, of the resumed run, package).
-# Known defect, not covered here: a run killed with 2 workers AND resumed
-# with 2 workers differs from the first step of the next epoch on (see
-# docs/integrations/lightning.md, "Limits").
+# Known defect, not covered here: with DataLoader workers at resume the
+# first step of the next epoch differed in some runs (one of two meson runs
+# of a 0-worker kill resumed with 2 workers; docs/integrations/lightning.md,
+# "Limits"): workers are not claimed until that is understood.
 @pytest.mark.parametrize("every,tag,killed_workers,workers,package", [
     (4, 4, 0, 0, "lightning.pytorch"),  # inside epoch 0 (step 4 of 6)
-    (4, 4, 0, 2, "lightning.pytorch"),  # resumed with 2 workers
     (4, 4, 0, 0, "pytorch_lightning"),  # the other package name
     (6, 6, 0, 0, "lightning.pytorch"),  # at the end of epoch 0
 ])
