@@ -1,7 +1,7 @@
 """rngsnap.integrations.lightning.RngsnapCallback against the real
 Lightning (lightning.pytorch and pytorch_lightning): a job killed right
-after a ModelCheckpoint(every_n_train_steps=k) checkpoint, inside an epoch
-or at its end, resumed with fit(ckpt_path=...) in a new process, prints
+after a ModelCheckpoint(every_n_train_steps=k) checkpoint inside an epoch,
+resumed with fit(ckpt_path=...) in a new process, prints
 every loss and the final parameters of the uninterrupted run, bit for bit;
 the same job plain does not; and each refusal, word for word."""
 import pytest
@@ -31,14 +31,12 @@ def whole(tmp_path_factory):
 
 
 # (every, kill at, workers of the killed run, of the resumed run, package).
-# Known defect, not covered here: with DataLoader workers at resume the
-# first step of the next epoch differed in some runs (one of two meson runs
-# of a 0-worker kill resumed with 2 workers; docs/integrations/lightning.md,
-# "Limits"): workers are not claimed until that is understood.
+# Workers at resume: exact by hand (0-worker kill, 2-worker resume), not
+# in the test yet (docs/integrations/lightning.md, "Limits").  Epoch-end
+# checkpoints are refused: test_epoch_end_checkpoint_refused.
 @pytest.mark.parametrize("every,tag,killed_workers,workers,package", [
     (4, 4, 0, 0, "lightning.pytorch"),  # inside epoch 0 (step 4 of 6)
     (4, 4, 0, 0, "pytorch_lightning"),  # the other package name
-    (6, 6, 0, 0, "lightning.pytorch"),  # at the end of epoch 0
 ])
 def test_resume_exact(whole, tmp_path, every, tag, killed_workers, workers,
                       package):
@@ -70,6 +68,18 @@ def test_plain_job_differs(whole, tmp_path):
     print("plain Lightning, killed at step 4 of 12: %d of %d resumed steps "
           "differ" % (differ, len(want)))
     assert differ > 0
+
+
+def test_epoch_end_checkpoint_refused(tmp_path):
+    """Resumed from the end of epoch 0 the run differed from step 7 on
+    (a known defect): refused, no step trained."""
+    args = ["--dir", str(tmp_path), "--every", "6"]
+    killed_at(JOB, 6, *args)
+    rc, out, err = run(JOB, *args, "--resume")
+    assert rc != 0 and not losses(out)
+    assert "rngsnap.OrderError: rngsnap.integrations.lightning: this " \
+        "checkpoint was written at the end of epoch 0; resuming from an " \
+        "epoch's end is not exact yet with RngsnapCallback" in err
 
 
 def test_plain_checkpoint_refused(tmp_path):

@@ -35,6 +35,7 @@ class LoaderPosition:
         self.epoch = self.taken = 0
         self.shape = None  # (length, batch_size) once the loader is built
         self._loaded = None  # a checkpoint's shape, checked at build
+        self.rolled_over = False  # loaded at an epoch's end
 
     def save(self):
         length, batch = self.shape or (0, 0)
@@ -82,6 +83,7 @@ class KeyedBatchSampler(torch.utils.data.Sampler):
         self.shuffle, self.drop_last = shuffle, drop_last
         if position.taken >= len(self):  # saved at the epoch's end
             position.epoch, position.taken = position.epoch + 1, 0
+            position.rolled_over = True
         self._resume_at = position.taken  # batches to pass over, once
 
     def set_epoch(self, epoch):

@@ -79,6 +79,17 @@ class _Hooks:
 
         def keyed():
             loader = keyed_loader(request(), stream, self.position)
+            if self.position.rolled_over:
+                # Seen: such a resume differed from the next epoch's first
+                # step on; refused until understood (never silently).
+                raise rngsnap.OrderError(
+                    "rngsnap.integrations.lightning: this checkpoint was "
+                    "written at the end of epoch %d; resuming from an "
+                    "epoch's end is not exact yet with RngsnapCallback (a "
+                    "known defect); nothing trained: resume from a "
+                    "checkpoint inside an epoch (every_n_train_steps that "
+                    "does not divide the epoch)"
+                    % (self.position.epoch - 1))
             # reseeded from the stream at each epoch: in no checkpoint
             self.ctx.ignore_generator(loader.generator)
             return loader
