@@ -15,7 +15,14 @@ def pytest_runtest_logreport(report):
         _outcomes[report.outcome] = _outcomes.get(report.outcome, 0) + 1
 
 
+def pytest_collectreport(report):
+    # a module-level importorskip skips at collection: no test report
+    if report.outcome == "skipped":
+        _outcomes["skipped"] += 1
+
+
 def pytest_sessionfinish(session, exitstatus):
-    if exitstatus == 0 and _outcomes["skipped"] and not (
+    # 5: nothing collected (every module skipped at collection)
+    if exitstatus in (0, 5) and _outcomes["skipped"] and not (
             _outcomes["passed"] or _outcomes["failed"]):
         session.exitstatus = 77
