@@ -1,7 +1,7 @@
 /*
  * ledger_format.h - the divergence ledger's file layout (docs/format.md,
  * "Divergence ledger"), shared by the writer (core/ledger.c) and the
- * reader of the rngsnap command (tools/ledger_read.c).
+ * reader of the rngsnap command (tools/ledger/ledger_read.c).
  *
  * Every integer is little-endian whatever the machine, so a ledger
  * written on one machine reads on any other.  A file is a 16-byte

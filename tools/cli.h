@@ -74,7 +74,7 @@ int cli_file_open(const char *cmd, const char *path, rngsnap_file **out,
                   int corrupt_is_check);
 
 /* The library's message and code of the last failed cli_file_open (or
- * cli_manifest_open, folder.h). */
+ * cli_manifest_open, folder/folder.h). */
 const char *cli_file_error(int *rc);
 
 /* Record a failure for cli_file_error (the --json error objects). */
@@ -91,6 +91,12 @@ const char *cli_format_name(uint32_t format, char *buf, size_t len);
 const char *cli_section_label(const rngsnap_file_section *s, char *buf,
                               size_t len);
 
+/* verify's JSON error object for path ("file", "ok": false, "error",
+ * "error_code" of the last failure), opened for the file and folder forms
+ * of verify; the caller may add members (n and sep as for json_key) and
+ * closes it with "\n}\n". */
+void verify_json_error_open(const char *path, int *n, const char *sep);
+
 /* One checkpoint file's report, shared by the file and folder forms of
  * inspect and diff (a folder's report is one per rank).  The JSON forms
  * write one object without a final newline; ind is put after each
@@ -103,6 +109,12 @@ int diff_files_text(const char *const path[2], rngsnap_file *const f[2],
                     int all);
 int diff_files_json(const char *const path[2], rngsnap_file *const f[2],
                     int all, const char *ind);
+
+/* `ledger diff A B [--json]` (ledger/ledger_diff.c), also run by
+ * `demo --ledger` to name where its runs part: CLI_OK every common step
+ * matches, CLI_FAIL a difference (reported), CLI_USAGE unreadable or
+ * nothing in common. */
+int ledger_diff(const char *a, const char *b, int json);
 
 /* The subcommands. */
 int cmd_backends(const cli_globals *g, int argc, char **argv);

@@ -5,14 +5,14 @@
  *
  * One walk over the entries (walk()) feeds either the text report or the
  * JSON one, so the two cannot disagree.  Two multi-rank folders are
- * compared rank by rank by diff_folders.c with the same functions.
+ * compared rank by rank by folder/diff_folders.c with the same functions.
  */
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "cli.h"
-#include "folder.h"
+#include "folder/folder.h"
 #include "json.h"
 
 static void help(void)

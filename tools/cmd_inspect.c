@@ -1,8 +1,8 @@
 /*
  * cmd_inspect.c - `rngsnap inspect FILE [--json]`: the header and every
  * section of a checkpoint, as a table or as JSON for scripts.  A
- * multi-rank folder is shown by inspect_folder.c with the same per-file
- * functions (inspect_file_text/json).
+ * multi-rank folder is shown by folder/inspect_folder.c with the same
+ * per-file functions (inspect_file_text/json).
  *
  * The file is read with rngsnap_file_open, which verifies the structure
  * and every checksum first: a file that inspect shows has passed verify.
@@ -14,7 +14,7 @@
 #include <rngsnap/backend.h>
 
 #include "cli.h"
-#include "folder.h"
+#include "folder/folder.h"
 #include "json.h"
 
 static void help(void)

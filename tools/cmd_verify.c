@@ -1,14 +1,14 @@
 /*
  * cmd_verify.c - `rngsnap verify FILE|DIR [--json]`: structure and every
  * checksum of a checkpoint; the first problem is printed with its reason.
- * A multi-rank folder is verified by verify_folder.c.
+ * A multi-rank folder is verified by folder/verify_folder.c.
  */
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "cli.h"
-#include "folder.h"
+#include "folder/folder.h"
 #include "json.h"
 
 static void help(void)
@@ -74,7 +74,8 @@ static void print_json_ok(const char *path, const rngsnap_file *f)
     printf("\"%016" PRIx64 "\"\n}\n", h->file_checksum);
 }
 
-/* Declared in folder.h: the folder form adds its stray files. */
+/* Declared in cli.h: the folder form (folder/verify_folder.c) adds its
+ * stray files. */
 void verify_json_error_open(const char *path, int *n, const char *sep)
 {
     int code;

@@ -13,7 +13,6 @@
 
 #include "cli.h"
 #include "json.h"
-#include "ledger_cmd.h"
 #include "ledger_format.h"
 #include "ledger_read.h"
 

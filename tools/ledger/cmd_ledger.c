@@ -8,7 +8,6 @@
 #include <string.h>
 
 #include "cli.h"
-#include "ledger_cmd.h"
 #include "ledger_format.h"
 #include "ledger_read.h"
 

@@ -59,10 +59,6 @@ void folder_manifest_json(const rngsnap_manifest *m, int *n,
 
 /* The folder forms of the subcommands: dir is known to be a folder. */
 int verify_folder(const char *dir, int json);
-/* cmd_verify.c: opens verify's JSON error object for path ("file", "ok":
- * false, "error", "error_code" of the last failure); the caller may add
- * members (n and sep as for json_key) and closes it with "\n}\n". */
-void verify_json_error_open(const char *path, int *n, const char *sep);
 int inspect_folder(const char *dir, int json);
 int diff_folders(const char *const dir[2], int all, int json);
 

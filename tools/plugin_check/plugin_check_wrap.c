@@ -8,8 +8,9 @@
  *
  * The copy is put in place where the loader fetches the plugin's entry:
  * the rngsnap command links the core's static library with
- * -Wl,--wrap=lt_dlsym (tools/meson.build), so the loader's lt_dlsym comes
- * here first.  Outside plugin-check (no target) it is lt_dlsym itself.
+ * -Wl,--wrap=lt_dlsym (tools/plugin_check/meson.build), so the loader's
+ * lt_dlsym comes here first.  Outside plugin-check (no target) it is
+ * lt_dlsym itself.
  */
 #include <ltdl.h>
 #include <stdlib.h>

@@ -25,7 +25,6 @@
 
 #include "cli.h"
 #include "demo.h"
-#include "ledger_cmd.h"
 
 #define MAX_LINE 1024
 #define CHILD_TIMEOUT_MS 120000 /* no progress for this long: give up */
