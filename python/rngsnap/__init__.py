@@ -49,7 +49,7 @@ from ._rngsnap import (  # noqa: E402,F401
     dist_size)
 
 from . import _generators, _hooks, _reseed, _seeding, _tag, _untracked  # noqa: E402,E501
-from ._untracked import (  # noqa: E402,F401
+from ._core.errors import (  # noqa: E402,F401
     UntrackedGeneratorError, UntrackedGeneratorWarning)
 
 __version__ = _rngsnap.version
@@ -167,7 +167,7 @@ class Context(_rngsnap.Context):
         the dict has another world size or no bytes of this rank (never
         another rank's state); CorruptError when it is not such a dict."""
         import collections.abc
-        from ._encoding import error
+        from ._core.errors import error
         if not isinstance(state, collections.abc.Mapping):
             raise TypeError("load_state_dict: state is %s, not the dict "
                             "ctx.state_dict() returns"
@@ -237,7 +237,7 @@ class Context(_rngsnap.Context):
         failed, if it did: then every rank raises together instead of
         leaving the others waiting in the next collective."""
         import struct
-        from ._encoding import error
+        from ._core.errors import error
         try:
             blob, failed = self.save_bytes(), None
         except Error as e:
@@ -312,7 +312,7 @@ class Context(_rngsnap.Context):
         it: anything registered after would silently keep this run's
         state.  OrderError naming call, then fix."""
         if self._restored.resume and self._loaded_by and not self.closed:
-            from ._encoding import error
+            from ._core.errors import error
             raise error(OrderError, (
                 "%s refused: this context was opened with resume=True and "
                 "%s has already restored it, so what this registers would "

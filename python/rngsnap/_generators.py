@@ -13,11 +13,11 @@ once they are imported.
 import sys
 import weakref
 
-from . import OrderError
-from . import _encoding as _enc
-from . import _genstate as _gs
-from . import _ledger_digest as _ld
 from . import _reseed
+from ._core import genstate as _gs
+from ._core import ledger_digest as _ld
+from ._core.errors import OrderError, error
+from ._core.tensor_bytes import bytes_tensor, tensor_bytes
 
 SUPPORTED = ("torch.Generator (any device); numpy.random.Generator or its "
              "bit generator (%s); numpy.random.RandomState; random.Random "
@@ -42,8 +42,7 @@ class _Torch(Adapter):
         self.objects = (gen,)
 
     def _raw(self):
-        from .torch import _tensor_bytes
-        return _tensor_bytes(self.gen.get_state())
+        return tensor_bytes(self.gen.get_state())
 
     def read(self, name):
         return _gs.encode_torch(name, self.device, self._raw())
@@ -52,9 +51,8 @@ class _Torch(Adapter):
         return _ld.torch_raw(self.gen.get_state)
 
     def write(self, name, data):
-        from .torch import _bytes_tensor
         raw = _gs.decode_torch(name, data, self.device, self._raw())
-        self.gen.set_state(_bytes_tensor(raw))
+        self.gen.set_state(bytes_tensor(raw))
 
 
 class _BitGenerator(Adapter):
@@ -196,7 +194,7 @@ def order_error(groups, where=""):
     advice += [_ADVICE_UNTORCHED for names, since in groups
                if since == TRACKED and not any(n.startswith("torch.")
                                                for n in names)]
-    return _enc.error(OrderError, (
+    return error(OrderError, (
         "load refused, nothing restored%s: %s (something drew from %s "
         "before the restore). %s; load first, then draw") % (
             where, "; ".join(changed), _plural(every, "it", "them"),
@@ -238,7 +236,7 @@ def check_order(groups, method, args, kw):
                                      ", ".join(map(str, ranks)), what,
                                      since))
         if elsewhere and not drawn:
-            raise _enc.error(OrderError, (
+            raise error(OrderError, (
                 "load_ranks refused on every rank, nothing restored: %s")
                 % "; ".join(elsewhere))
     if drawn:

@@ -19,8 +19,7 @@ save_bytes()) runs the checks once, in the outer one.
 import functools
 import threading
 
-from . import Error
-from ._encoding import raised_by_python
+from ._core.errors import Error, raised_by_python
 
 SAVES = ("save", "save_bytes", "state_dict", "save_ranks")
 LOADS = ("load", "load_bytes", "load_state_dict", "load_ranks")

@@ -24,8 +24,8 @@ import weakref
 import numpy as _np
 import torch as _torch
 
-from . import CorruptError, MismatchError, OrderError
-from . import _encoding as _enc
+from ._core import encoding as _enc
+from ._core.errors import CorruptError, MismatchError, OrderError, error
 from . import _reseed
 
 __all__ = ["ResumableSampler", "DistributedResumableSampler", "KeyedDataset",
@@ -111,7 +111,7 @@ class ResumableSampler(_torch.utils.data.Sampler):
         if loaded_by:
             # Its position is an app state: a load before it restored none,
             # and the sampler would start the job over at epoch 0.
-            raise _enc.error(OrderError, (
+            raise error(OrderError, (
                 "%s: %s built after %s; it registers its position with "
                 "the context when it is built, so that load restored none "
                 "and the resumed job would start again at epoch 0, batch "
@@ -260,7 +260,7 @@ class ResumableSampler(_torch.utils.data.Sampler):
         data = _enc.check_head(self.name, data, SAMPLER_MAGIC, (1,))
         want = _enc.HEAD_SIZE + _BODY.size
         if len(data) != want:
-            raise _enc.error(CorruptError, "%s: state is %d bytes, version 1 "
+            raise error(CorruptError, "%s: state is %d bytes, version 1 "
                              "is %d" % (self.name, len(data), want))
         v = _BODY.unpack_from(data, _enc.HEAD_SIZE)
         saved = list(v[:5]) + list(v[6:8])
@@ -268,14 +268,14 @@ class ResumableSampler(_torch.utils.data.Sampler):
         length, bs, epochs, shuffle, drop, rank, world = saved
         if (0 in (length, bs, epochs, world) or shuffle > 1 or drop > 1
                 or v[5] != b"\0\0" or rank >= world):
-            raise _enc.error(CorruptError, "%s: malformed sampler state "
+            raise error(CorruptError, "%s: malformed sampler state "
                              "(dataset length %d, batch size %d, epochs %d, "
                              "shuffle %d, drop_last %d, rank %d of %d)" % (
                                  self.name, length, bs, epochs, shuffle,
                                  drop, rank, world))
         per_epoch = _batches(length, bs, drop, world)
         if epoch > epochs or taken > per_epoch or (epoch == epochs and taken):
-            raise _enc.error(CorruptError, "%s: position epoch %d batch %d "
+            raise error(CorruptError, "%s: position epoch %d batch %d "
                              "is out of range (%d epochs of %d batches)" % (
                                  self.name, epoch, taken, epochs, per_epoch))
         diffs = ["  %s: checkpoint %s, this job %s" % (
@@ -284,7 +284,7 @@ class ResumableSampler(_torch.utils.data.Sampler):
             for (_, label), a, b in zip(_FIELDS, saved, self._config())
             if a != b]
         if diffs:
-            raise _enc.error(MismatchError, "\n".join(
+            raise error(MismatchError, "\n".join(
                 ["%s: this sampler differs from the checkpoint's, so the "
                  "resumed job would see other batches; nothing restored:"
                  % self.name] + diffs))

@@ -26,10 +26,10 @@ import types as _types
 import warnings
 import weakref
 
-from . import InvalidError
-from . import _encoding as _enc
 from . import _rngsnap
 from . import _globals
+from ._core.errors import UntrackedGeneratorError, UntrackedGeneratorWarning, error
+from ._core.stack import ours, stacklevel
 from ._generators import adapter_for
 
 MODES = ("warn", "error", "ignore")
@@ -37,15 +37,6 @@ MODES = ("warn", "error", "ignore")
 # scan's duration has passed since it ended (at most ~1% of the time).
 RESCAN_FACTOR = 100
 _clock = time.monotonic  # tests replace it
-
-
-class UntrackedGeneratorWarning(UserWarning):
-    """A save found generators that are in no checkpoint."""
-
-
-class UntrackedGeneratorError(InvalidError):
-    """A save refused (Context(untracked="error")): generators that are
-    in no checkpoint live in the process."""
 
 
 def check_mode(mode):
@@ -136,18 +127,13 @@ def _label(obj):
 
 # ---- the scan ------------------------------------------------------------
 
-def _ours(frame):
-    name = frame.f_globals.get("__name__", "")
-    return name == "rngsnap" or name.startswith("rngsnap.")
-
-
 def _frame_pairs(targets):
     """(found, frame) for the locals of the running call stack (their
     frames are not in gc.get_objects())."""
     out = []
     f = sys._getframe(1)
     while f is not None:
-        if not _ours(f):
+        if not ours(f):
             out += [(v, f) for v in f.f_locals.values() if type(v) in targets]
         f = f.f_back
     return out
@@ -336,7 +322,7 @@ def _referrers(objs, holders):
         f = f.f_back
     for r in gc.get_referrers(*objs):
         if (r is objs or id(r) in snapshots or type(r) is Found
-                or (isinstance(r, _types.FrameType) and _ours(r))):
+                or (isinstance(r, _types.FrameType) and ours(r))):
             continue
         for x in gc.get_referents(r):
             if id(x) in targets:
@@ -383,15 +369,6 @@ def report_text(found):
                 n, "" if n == 1 else "s", "s" if n == 1 else "",
                 "is" if n == 1 else "are", "it" if n == 1 else "them",
                 "\n  ".join(lines))
-
-
-def _stacklevel():
-    """warnings.warn's stacklevel that points at the caller of rngsnap."""
-    level, f = 1, sys._getframe(1)
-    while f is not None and _ours(f):
-        level += 1
-        f = f.f_back
-    return level
 
 
 # Every open context: what any of them registers or ignores is tracked
@@ -462,11 +439,11 @@ class Watch:
         if self.mode == "error":
             ranks = collective(bool(found)) if collective else []
             if found:
-                raise _enc.error(UntrackedGeneratorError, (
+                raise error(UntrackedGeneratorError, (
                     "save refused, nothing written (untracked=\"error\"): "
                     + report_text(found)))
             if ranks:
-                raise _enc.error(UntrackedGeneratorError, (
+                raise error(UntrackedGeneratorError, (
                     "%s refused on every rank, nothing written "
                     "(untracked=\"error\"): rank%s %s found generators in "
                     "no checkpoint") % (method, "s" if len(ranks) > 1 else "",
@@ -474,4 +451,4 @@ class Watch:
         elif found:
             warnings.warn("rngsnap: " + report_text(found),
                           UntrackedGeneratorWarning,
-                          stacklevel=_stacklevel())
+                          stacklevel=stacklevel())

@@ -28,16 +28,17 @@ import weakref
 import numpy as _np
 import torch as _torch
 
-from . import Error, MismatchError
-from . import _encoding as _enc
-from . import _fingerprint as _fp
-from . import _genstate as _gs
-from . import _ledger_digest as _ld
 from . import _reseed
-from ._encoding import raised_by_python
+from ._core import encoding as _enc
+from ._core import fingerprint as _fp
+from ._core import genstate as _gs
+from ._core import ledger_digest as _ld
+from ._core.errors import Error, MismatchError, error, raised_by_python
+from ._core.stack import stacklevel
+from ._core.tensor_bytes import bytes_tensor as _bytes_tensor
+from ._core.tensor_bytes import tensor_bytes as _tensor_bytes
 from . import _generators as _gen
 from ._generators import awaiting_load as _awaiting_load, check_order
-from ._untracked import _stacklevel
 # Mid-epoch resume with a standard DataLoader (_sampler.py).
 from ._sampler import (DistributedResumableSampler, KeyedDataset,  # noqa
                        LOADER_KEY, ORDER_KEY, ResumableSampler, SampleKey,
@@ -124,14 +125,6 @@ def _device_generators():
                     dev = prefix
             out.append((name, dev, get, put))
     return out
-
-
-def _tensor_bytes(t):
-    return t.cpu().numpy().tobytes()
-
-
-def _bytes_tensor(raw):
-    return _torch.from_numpy(_np.frombuffer(raw, dtype=_np.uint8).copy())
 
 
 class _Generator:
@@ -293,7 +286,7 @@ class Tracker:
                 if own is not None:
                     raise own from e
                 if isinstance(e, MismatchError) and "app state torch." in str(e):
-                    raise _enc.error(MismatchError, str(e) + self._hint()) \
+                    raise error(MismatchError, str(e) + self._hint()) \
                         from None
                 raise
             self._awaiting, self._at_track = False, {}
@@ -333,11 +326,11 @@ class Tracker:
                     len(diffs), "" if len(diffs) == 1 else "s"))
         text = "\n".join([head] + ["  " + d for d in diffs])
         if self.fingerprint_mode == "strict":
-            raise _enc.error(MismatchError, text + "\n(fingerprint=\"strict\""
+            raise error(MismatchError, text + "\n(fingerprint=\"strict\""
                              ": nothing restored)")
         # At the job's own line (its load), not at rngsnap's frames
         # between it and this callable.
-        warnings.warn(text, RuntimeWarning, stacklevel=_stacklevel())
+        warnings.warn(text, RuntimeWarning, stacklevel=stacklevel())
 
 
 # ---- ctx.seed_all seeds the tracked generators too (_seeding.py) --------

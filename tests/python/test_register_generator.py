@@ -19,7 +19,7 @@ import torch
 
 import rngsnap
 from rngsnap import _generators
-from rngsnap import _genstate as gs
+from rngsnap._core import genstate as gs
 
 
 @pytest.fixture
