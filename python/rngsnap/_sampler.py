@@ -26,7 +26,8 @@ import torch as _torch
 
 from ._core import encoding as _enc
 from ._core.errors import CorruptError, MismatchError, OrderError, error
-from . import _reseed
+from ._context import reseed as _reseed
+from ._context.comm import TorchComm
 
 __all__ = ["ResumableSampler", "DistributedResumableSampler", "KeyedDataset",
            "SampleKey", "ORDER_KEY", "LOADER_KEY"]
@@ -311,9 +312,8 @@ class DistributedResumableSampler(ResumableSampler):
     def _shuffled(self, epoch):
         if not self.shuffle or self.world_size == 1:
             return super()._shuffled(epoch)
-        from . import _TorchComm
         try:
-            comm = _TorchComm(self.group)
+            comm = TorchComm(self.group)
         except RuntimeError as e:
             raise RuntimeError("%s: %s (every rank takes its shard of rank "
                                "0's order)" % (self.name, e)) from None

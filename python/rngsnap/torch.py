@@ -28,17 +28,18 @@ import weakref
 import numpy as _np
 import torch as _torch
 
-from . import _reseed
+from ._context import reseed as _reseed
 from ._core import encoding as _enc
 from ._core import fingerprint as _fp
 from ._core import genstate as _gs
 from ._core import ledger_digest as _ld
 from ._core.errors import Error, MismatchError, error, raised_by_python
+from ._context import seeding as _sd
 from ._core.stack import stacklevel
 from ._core.tensor_bytes import bytes_tensor as _bytes_tensor
 from ._core.tensor_bytes import tensor_bytes as _tensor_bytes
-from . import _generators as _gen
-from ._generators import awaiting_load as _awaiting_load, check_order
+from ._context import order as _order
+from ._context.order import awaiting_load as _awaiting_load, check_order
 # Mid-epoch resume with a standard DataLoader (_sampler.py).
 from ._sampler import (DistributedResumableSampler, KeyedDataset,  # noqa
                        LOADER_KEY, ORDER_KEY, ResumableSampler, SampleKey,
@@ -250,7 +251,7 @@ class Tracker:
         ctx = self._ctx()
         groups = getattr(ctx, "_order_groups", None)
         check_order(groups() if groups else [
-            (self._drawn(), _gen.TRACKED, "tracked generators")],
+            (self._drawn(), _order.TRACKED, "tracked generators")],
             method, args, kw)
 
     def check_order(self):
@@ -356,7 +357,6 @@ def _seed_device(name, get, seed):
 def _add_seeders(ctx, generators, devices):
     """Each tracked generator's seed(ctx) for ctx.seed_all, from its own
     keyed stream (its app state's name)."""
-    from . import _seeding as _sd
     add = getattr(ctx, "_add_seeder", None)
     if add is None:
         return

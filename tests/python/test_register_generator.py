@@ -18,7 +18,7 @@ import pytest
 import torch
 
 import rngsnap
-from rngsnap import _generators
+from rngsnap._context import generators as _generators
 from rngsnap._core import genstate as gs
 
 

@@ -1,5 +1,5 @@
 """Layer core: rngsnap's exception classes and the helpers that raise them
-as the C extension does (docs/python.md, "Errors").
+as the C extension does (docs/python.md, "The API").
 
 The classes are the binding's, one per C error code (rngsnap._rngsnap),
 plus the untracked report's warning and error.  error() builds an error

@@ -1,4 +1,4 @@
-"""The untracked-generator report (docs/python.md, "Untracked
+"""Layer context: the untracked-generator report (docs/python.md, "Untracked
 generators"): at a save, the generators that live in the process but are
 in no checkpoint, by type and where they live.
 
@@ -26,11 +26,12 @@ import types as _types
 import warnings
 import weakref
 
-from . import _rngsnap
-from . import _globals
-from ._core.errors import UntrackedGeneratorError, UntrackedGeneratorWarning, error
-from ._core.stack import ours, stacklevel
-from ._generators import adapter_for
+from . import process_wide
+from .generators import adapter_for
+from .. import _rngsnap
+from .._core.errors import (UntrackedGeneratorError,
+                            UntrackedGeneratorWarning, error)
+from .._core.stack import ours, stacklevel
 
 MODES = ("warn", "error", "ignore")
 # "warn": a later save scans again once RESCAN_FACTOR times the last
@@ -78,7 +79,7 @@ def target_types():
 
 def library_generators():
     """The generators libraries keep for themselves, as {id: object}
-    (torch's, NumPy's and random's global ones: _globals.py)."""
+    (torch's, NumPy's and random's global ones: process_wide.py)."""
     objs = _sympy_generators()
     return {id(o): o for o in objs if o is not None}
 
@@ -178,7 +179,7 @@ def scan(tracked, globals_held=False):
     del objects
     pairs += _frame_pairs(set(in_gc + held))
     skip = (set(tracked) | set(library_generators())
-            | _globals.undrawn_ids(globals_held))
+            | process_wide.undrawn_ids(globals_held))
     for obj, _ in pairs:
         if type(obj) in libs:
             skip |= {id(obj), id(getattr(obj, "_rng", None))}
@@ -357,10 +358,10 @@ def report_text(found):
     lines = ["%s at %s" % (f.label, ", ".join(f.places[:3]) or
                           "(no place found)") for f in found]
     n = len(found)
-    wide = _globals.ids()
+    wide = process_wide.ids()
     if any(id(f.obj) in wide for f in found):
         lines.append("(drawn from since the last save, in no checkpoint: " +
-                     _globals.FIX + ")")
+                     process_wide.FIX + ")")
     return ("%d generator%s live%s in this process but %s in no checkpoint, "
             "so a resumed run would not restore %s:\n  %s\n"
             "register each with ctx.register_generator(name, gen), or mark "

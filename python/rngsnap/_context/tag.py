@@ -1,14 +1,15 @@
-"""ctx.save(path, tag=) / ctx.load(path, tag=): tie an rngsnap file to the
-job's other file (docs/python.md, "Two files: tie them with a tag").
+"""Layer context: ctx.save(path, tag=) / ctx.load(path, tag=), tie an
+rngsnap file to the job's other file (docs/python.md, "Two files: tie them
+with a tag").
 
 The tag is the app state TAG_STATE, registered for that one save or load
 only ("RSTA" v1: header, u8 kind (0 int, 1 str), the value's UTF-8 text),
 so no format change.  A load with a tag checks it in the state's load
 callable: a mismatch fails the C load, which rolls everything back.
 """
-from . import _rngsnap
-from ._core import encoding as _enc
-from ._core.errors import CorruptError, Error, MismatchError, error
+from .. import _rngsnap
+from .._core import encoding as _enc
+from .._core.errors import CorruptError, Error, MismatchError, error
 
 TAG_STATE = "rngsnap.tag"
 _MAGIC = b"RSTA"

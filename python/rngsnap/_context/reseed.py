@@ -1,5 +1,5 @@
-"""After the load of a resumed context: re-seeding and a second load
-(docs/python.md, "After the load").
+"""Layer context: after the load of a resumed context, re-seeding and a
+second load (docs/python.md, "After the load").
 
 Once the load of a context opened with resume=True has restored the
 generators it holds (rngsnap.torch.track()'s torch.*, numpy.global and
@@ -46,7 +46,8 @@ import sys
 import threading
 import weakref
 
-from ._core.errors import OrderError, error
+from . import comm
+from .._core.errors import OrderError, error
 
 _live = weakref.WeakSet()     # every Restored of an open resumed context
 _local = threading.local()    # .keyed: inside rngsnap's own seeding
@@ -424,8 +425,7 @@ def _together(restored, flag, method, args, kw):
     group = _collective(method, args, kw)
     if group is False or not restored.resume or restored.pid is None:
         return None
-    from ._generators import ranks_flagged
-    return ranks_flagged(flag, group)
+    return comm.ranks_flagged(flag, group)
 
 
 def check_save(restored, method, args, kw):
