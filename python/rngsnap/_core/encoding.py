@@ -95,7 +95,8 @@ def encode_numpy(state):
     kind, key, pos, has_gauss, gauss = state
     if kind != "MT19937" or len(key) != 624:
         raise error(MismatchError, "numpy.global: generator %r with %d key "
-                    "words, rngsnap encodes MT19937 with 624" % (kind, len(key)))
+                    "words, rngsnap encodes MT19937 with 624"
+                    % (kind, len(key)))
     return head(NUMPY_MAGIC) + _NP_BODY.pack(
         *[int(k) for k in key], int(pos), int(has_gauss), float(gauss))
 

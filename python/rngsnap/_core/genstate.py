@@ -83,13 +83,13 @@ def _unframe(name, data, kind, device=None):
     off = _enc.HEAD_SIZE
     if len(data) < off + _PRE.size:
         raise error(CorruptError, "%s: state is %d bytes, truncated "
-                         "before its kind and length (%d)"
-                         % (name, len(data), off + _PRE.size))
+                    "before its kind and length (%d)"
+                    % (name, len(data), off + _PRE.size))
     got, n = _PRE.unpack_from(data, off)
     off += _PRE.size
     if not _known(got):
         raise error(CorruptError, "%s: unknown generator kind %d"
-                         % (name, got))
+                    % (name, got))
     if got != kind:
         saved = None
         if got == TORCH_RAW:  # name the device it was saved on
@@ -99,14 +99,14 @@ def _unframe(name, data, kind, device=None):
                         kind_label(kind, device))
     if n != len(data) - off:
         raise error(CorruptError, "%s: state says %d payload bytes, "
-                         "holds %d" % (name, n, len(data) - off))
+                    "holds %d" % (name, n, len(data) - off))
     return data[off:]
 
 
 def _mismatch(name, saved, live):
     return error(MismatchError, "%s: checkpoint holds a %s state, the "
-                      "live generator is a %s; nothing restored"
-                      % (name, saved, live))
+                 "live generator is a %s; nothing restored"
+                 % (name, saved, live))
 
 
 def _fixed(name, label, payload, size):
@@ -237,8 +237,8 @@ def _cuda_fields(name, raw):
     if len(raw) == CUDA_OLD_SIZE:
         return _CUDA.unpack_from(raw, len(_CUDA_OLD_FILL))
     raise error(MismatchError, "%s: a CUDA generator state of %d bytes; "
-                     "rngsnap knows torch's %d-byte (<= 2.0) and %d-byte "
-                     "(>= 2.1) forms" % (name, len(raw), CUDA_OLD_SIZE,
+                "rngsnap knows torch's %d-byte (<= 2.0) and %d-byte "
+                "(>= 2.1) forms" % (name, len(raw), CUDA_OLD_SIZE,
                                          CUDA_NEW_SIZE))
 
 
@@ -292,7 +292,7 @@ def decode_torch(name, data, device, live_raw):
     raw = payload[_DEVICE.size:]
     if len(raw) != len(live_raw):
         raise error(MismatchError, "%s: checkpoint holds a %d-byte %s "
-                         "state, the live generator's has %d bytes (another "
-                         "torch version?)" % (name, len(raw), label,
+                    "state, the live generator's has %d bytes (another "
+                    "torch version?)" % (name, len(raw), label,
                                               len(live_raw)))
     return raw
