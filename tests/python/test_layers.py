@@ -175,8 +175,10 @@ def graph(root=PACKAGE):
 
 
 def _where(files, name, line):
-    path = files[name][0] if name in files else name
-    return "%s:%d" % (os.path.relpath(path, os.path.dirname(SRC)), line)
+    """python/rngsnap/...py:line of module name."""
+    path = files[name][0]
+    tail = os.path.join("python", "rngsnap")
+    return "%s:%d" % (path[path.rindex(tail):], line)
 
 
 def upward(files, edges, table=MODULES):
@@ -271,6 +273,17 @@ def test_every_module_is_placed(package):
         "module(s) with no layer: %s; add each to MODULES in %s with the "
         "layer it belongs to (%s, bottom first)" % (
             ", ".join(missing), os.path.relpath(__file__), ", ".join(LAYERS)))
+
+
+def test_every_import_names_a_module(package):
+    """An import of an rngsnap module that is no file of the package (a
+    module moved away, a name misspelt) cannot be placed in a layer."""
+    files, edges = package
+    bad = ["%s: %s imports %s, which is no module of the package: %s" % (
+        _where(files, name, line), name, target, text)
+        for name, found in sorted(edges.items())
+        for line, target, text in found if target not in set(files) | BUILT]
+    assert not bad, "\n".join(bad)
 
 
 def test_no_import_from_a_higher_layer(package):

@@ -81,15 +81,15 @@ class Context(_rngsnap.Context):
         it): write this rank's file into folder dir, then rank 0 commits
         the manifest.  The context's rank and world size must be the
         group's (RANK/WORLD_SIZE as torchrun sets them, or set_rank)."""
-        comm = TorchComm(group)
-        self._save_ranks(dir, comm, comm.rank, comm.size, replace)
+        link = TorchComm(group)
+        self._save_ranks(dir, link, link.rank, link.size, replace)
 
     def load_ranks(self, dir, group=None, fork=False):
         """Collective: restore every rank from folder dir, all or nothing
         on every rank.  fork=True accepts a folder saved by another world
         size (a deterministic fork, docs/user-guide.md)."""
-        comm = TorchComm(group)
-        self._load_ranks(dir, comm, comm.rank, comm.size, fork)
+        link = TorchComm(group)
+        self._load_ranks(dir, link, link.rank, link.size, fork)
 
     # ---- generators the job owns, and the checks of every save and load
     # (docs/python.md: "register_generator", "Untracked generators";
