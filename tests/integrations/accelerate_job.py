@@ -7,7 +7,8 @@ marked "rngsnap").
                               [--every K] [--procs P] [--skip]
 
 --procs 2 runs it on 2 CPU processes (torchrun, gloo); --skip resumes an
-attached job the accelerate way (refused).  Each rank prints "loss <rank>
+attached job the accelerate way (refused); --no-loader draws its batches
+from torch's generator in the loop (no DataLoader).  Each rank prints "loss <rank>
 <hex>" per step and, at the end, "params <rank> <hex digest>"; the
 checkpoints signal the test harness (killpoint.committed) once whole.
 """
@@ -27,12 +28,29 @@ from toyjob import Augmented, net, parse_args
 EPOCHS, BATCH = 2, 4  # 24 samples: 6 steps an epoch (3 on 2 processes)
 
 
+class Drawn:
+    """--no-loader: an epoch's batches drawn from torch's generator as the
+    loop takes them (skip: the batches taken before a resume)."""
+
+    def __init__(self, skip=0):
+        self.skip = skip
+
+    def __len__(self):
+        return 24 // BATCH
+
+    def __iter__(self):
+        for _ in range(len(self) - self.skip):
+            x = torch.randn(BATCH, 8)
+            yield x, (x.sum(1, keepdim=True) > 0).float()
+
+
 def main():
     args = parse_args(("--workers", dict(type=int, default=0)),
                       ("--plain", dict(action="store_true")),
                       ("--skip", dict(action="store_true")),
                       ("--every", dict(type=int, default=4)),
-                      ("--procs", dict(type=int, default=1)))
+                      ("--procs", dict(type=int, default=1)),
+                      ("--no-loader", dict(action="store_true")))
     if args.procs > 1 and "LOCAL_RANK" not in os.environ:
         os.execv(sys.executable, [
             sys.executable, "-m", "torch.distributed.run", "--standalone",
@@ -43,10 +61,14 @@ def main():
     set_seed(1234)
     model = net()
     opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
-    loader = torch.utils.data.DataLoader(Augmented(), batch_size=BATCH,
-                                         shuffle=True,
-                                         num_workers=args.workers)
-    model, opt, loader = accelerator.prepare(model, opt, loader)
+    if args.no_loader:  # every draw from torch's generator, in the loop
+        model, opt = accelerator.prepare(model, opt)
+        loader = Drawn()
+    else:
+        loader = torch.utils.data.DataLoader(
+            Augmented(), batch_size=BATCH, shuffle=True,
+            num_workers=args.workers)
+        model, opt, loader = accelerator.prepare(model, opt, loader)
     if not args.plain:
         rngsnap.integrations.accelerate.attach(accelerator)  # rngsnap
 
@@ -57,13 +79,15 @@ def main():
         accelerator.load_state(os.path.join(args.dir, "step-%d" % done))
         resumed(done)
     first, skip = divmod(done, len(loader))
-    if args.resume and not (args.plain or args.skip):
+    if args.resume and not (args.plain or args.skip or args.no_loader):
         rngsnap.integrations.accelerate.resume_at(loader, first, skip)  # rngsnap
 
     loss_fn, rank, step = nn.BCEWithLogitsLoss(), accelerator.process_index, done
     for epoch in range(first, EPOCHS):
         batches = loader
-        if (args.plain or args.skip) and epoch == first and skip:
+        if epoch == first and skip and args.no_loader:
+            batches = Drawn(skip)
+        elif epoch == first and skip and (args.plain or args.skip):
             batches = accelerator.skip_first_batches(loader, skip)
         for x, y in batches:
             opt.zero_grad()

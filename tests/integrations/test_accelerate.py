@@ -19,6 +19,7 @@ import numpy as np  # noqa: E402
 import torch  # noqa: E402
 from accelerate import Accelerator  # noqa: E402
 from accelerate.utils import DataLoaderConfiguration  # noqa: E402
+from accelerate.utils import load as accelerate_load  # noqa: E402
 
 import rngsnap  # noqa: E402
 import rngsnap.torch  # noqa: E402
@@ -164,6 +165,23 @@ def test_adopt_plain_checkpoint(plain, tmp_path):
     assert params(second) == params(adopted)
 
 
+def test_adopt_exact_where_the_file_holds_everything(tmp_path):
+    """A job whose every draw comes from generators accelerate's file
+    holds (no DataLoader): its plain folder adopted, the run goes on as
+    the uninterrupted plain run, bit for bit."""
+    rc, want, err = run(JOB, "--dir", str(tmp_path / "w"), "--plain",
+                        "--no-loader")
+    assert rc == 0, err[-3000:]
+    shutil.copytree(tmp_path / "w" / "step-4", tmp_path / "a" / "step-4")
+    rc, got, err = run(JOB, "--dir", str(tmp_path / "a"), "--resume",
+                       "--no-loader")
+    assert rc == 0, err[-3000:]
+    assert "rngsnap: adopted random, NumPy, torch CPU generator states " \
+        "from %s" % (tmp_path / "a" / "step-4" / "random_states_0.pkl") in err
+    assert losses(got) == losses(want)[4:]
+    assert params(got) == params(want)
+
+
 def test_skip_first_batches_refused(whole, whole_dir, tmp_path):
     """An attached job resumed the accelerate way would skip the batches a
     second time: refused, no step trained."""
@@ -177,6 +195,12 @@ def test_skip_first_batches_refused(whole, whole_dir, tmp_path):
 
 
 # ---- refusals, in this process -------------------------------------------
+# Several jobs in one process: a job's save_state sees the keyed loaders of
+# the jobs before it, whose generators its context does not know (each
+# context ignores its own); the subprocess tests check a job warns nothing.
+several_jobs = pytest.mark.filterwarnings(
+    "ignore::rngsnap.UntrackedGeneratorWarning")
+
 
 class _Stream(torch.utils.data.IterableDataset):
     def __iter__(self):
@@ -237,6 +261,7 @@ def _same(a, b):
         and a[2] == b[2]
 
 
+@several_jobs
 @pytest.mark.parametrize("loader,message", [
     (dict(data=_Stream()), "rngsnap.integrations.accelerate: a prepared "
      "loader is a DataLoaderDispatcher, not the DataLoaderShard"),
@@ -254,6 +279,7 @@ def test_loaders_that_cannot_be_keyed(job, loader, message):
     assert str(e.value).startswith(message)
 
 
+@several_jobs
 def test_iterable_dataset_refused(job):
     """Prepared without device placement, an IterableDataset keeps a
     DataLoaderShard: refused by index."""
@@ -265,6 +291,7 @@ def test_iterable_dataset_refused(job):
         ra.attach(acc)
 
 
+@several_jobs
 def test_dispatch_and_rng_types_refused(job):
     acc, model, opt = job(dataloader_config=DataLoaderConfiguration(
         dispatch_batches=True))
@@ -282,6 +309,7 @@ def test_dispatch_and_rng_types_refused(job):
         _prepared_loader.inspect(shard, 2)
 
 
+@several_jobs
 def test_late_attach_refused(job, tmp_path):
     """attach() after a step, or after a load_state: refused."""
     acc, model, opt = job()
@@ -301,6 +329,7 @@ def test_late_attach_refused(job, tmp_path):
         ra.attach(acc)
 
 
+@several_jobs
 def test_loader_prepared_after_attach_refused(job, tmp_path):
     acc, model, opt = job()
     acc.prepare(_loader())
@@ -313,6 +342,7 @@ def test_loader_prepared_after_attach_refused(job, tmp_path):
     assert not os.listdir(tmp_path / "ck")
 
 
+@several_jobs
 def test_load_after_training_or_draw_refused(job, tmp_path):
     acc, model, opt = job()
     loader = acc.prepare(_loader())
@@ -336,6 +366,7 @@ def test_load_after_training_or_draw_refused(job, tmp_path):
         acc.load_state(str(tmp_path / "ck"))
 
 
+@several_jobs
 def test_adopt_damaged_or_foreign_refused(job, plain, tmp_path):
     """A flipped byte in the tensor storage of random_states_0.pkl (which
     torch.load takes silently) and a pickle calling a foreign global:
@@ -343,24 +374,20 @@ def test_adopt_damaged_or_foreign_refused(job, plain, tmp_path):
     _, _, folder = plain
     bad = tmp_path / "flipped"
     shutil.copytree(folder, bad)
-    path = bad / "random_states_0.pkl"
-    data = bytearray(path.read_bytes())
-    with zipfile.ZipFile(path) as z:
-        rec = next(i for i in z.infolist() if "/data/" in i.filename
-                   and i.file_size > 1000)
-    start = rec.header_offset + 30 + len(rec.filename.encode()) + \
-        int.from_bytes(data[rec.header_offset + 28:rec.header_offset + 30],
-                       "little")
-    data[start + 100] ^= 0x01
-    path.write_bytes(bytes(data))
-    torch.load(path, weights_only=False)  # torch itself loads it
+    _flip_torch_state(bad / "random_states_0.pkl")
     foreign = tmp_path / "foreign"
     shutil.copytree(folder, foreign)
     marker = tmp_path / "ran"
     torch.save({"random_state": _Evil(str(marker))},
                foreign / "random_states_0.pkl")
-    for where, message in ((bad, "CRC|checksum|crc"),
-                           (foreign, "refuses the global 'posix.system'")):
+    for where, message in (
+            (bad, r"^rngsnap: .*flipped/random_states_0.pkl is damaged "
+             r"\(record 'random_states_0/data/0': Bad CRC-32 for file "
+             r"'random_states_0/data/0'\); it is not the file the framework "
+             r"wrote, so nothing was restored"),
+            (foreign, r"^rngsnap: the restricted unpickler refuses the "
+             r"global 'posix.system' in data.pkl of .*foreign/"
+             r"random_states_0.pkl")):
         acc, model, opt = job()
         acc.prepare(_loader())
         ra.attach(acc)
@@ -371,6 +398,24 @@ def test_adopt_damaged_or_foreign_refused(job, plain, tmp_path):
     assert not marker.exists()
 
 
+def _flip_torch_state(path):
+    """Flip a bit inside the storage record of torch's generator state in
+    accelerate's random_states_0.pkl; torch.load takes the file silently
+    (weights_only too) and returns another state."""
+    before = torch.load(path, weights_only=False)["torch_manual_seed"]
+    data = bytearray(path.read_bytes())
+    with zipfile.ZipFile(path) as z:
+        rec = next(i for i in z.infolist() if "/data/" in i.filename
+                   and i.file_size > 1000)
+    start = rec.header_offset + 30 + len(rec.filename.encode()) + \
+        int.from_bytes(data[rec.header_offset + 28:rec.header_offset + 30],
+                       "little")
+    data[start + 100] ^= 0x01
+    path.write_bytes(bytes(data))
+    after = accelerate_load(path)["torch_manual_seed"]  # as load_state
+    assert not torch.equal(before, after)
+
+
 class _Evil:
     def __init__(self, marker):
         self.marker = marker
@@ -379,6 +424,42 @@ class _Evil:
         return (os.system, ("touch " + self.marker,))
 
 
+@several_jobs
+def test_rngsnap_has_the_last_word(job, tmp_path):
+    """accelerate restores its random_states_0.pkl first, turning any
+    failure into an info line and taking a flipped storage byte
+    silently; rngsnap's restore comes after it, all or nothing."""
+    acc, model, opt = job()
+    loader = acc.prepare(_loader())
+    ra.attach(acc)
+    _train(acc, model, opt, loader, 2)
+    acc.save_state(str(tmp_path / "ck"))
+    saved = _live()
+    _flip_torch_state(tmp_path / "ck" / "random_states_0.pkl")
+    acc, model, opt = job()
+    acc.prepare(_loader())
+    ra.attach(acc)
+    acc.load_state(str(tmp_path / "ck"))
+    assert _same(saved, _live())
+
+
+@several_jobs
+def test_adopt_with_context_awaiting_load_refused(job, plain):
+    _, _, folder = plain
+    acc, model, opt = job()
+    acc.prepare(_loader())
+    ctx = rngsnap.Context(resume=True)
+    rngsnap.torch.track(ctx)
+    ra.attach(acc, ctx)
+    with pytest.raises(rngsnap.InvalidError, match=r"nothing restored: the "
+                       r"folder was written without rngsnap, and your "
+                       r"context, opened with resume=True, awaits an "
+                       r"rngsnap load"):
+        acc.load_state(str(folder))
+    ctx.close()
+
+
+@several_jobs
 def test_adopted_position_required(job, plain):
     """An adopted folder holds no loader position: the loader refuses to
     run until resume_at() says where the job was."""
@@ -396,6 +477,7 @@ def test_adopted_position_required(job, plain):
     assert len(list(loader)) == 2  # the epoch's batches 4 and 5
 
 
+@several_jobs
 def test_resume_at_checks_the_position(job, tmp_path):
     acc, model, opt = job()
     loader = acc.prepare(_loader())
@@ -421,6 +503,7 @@ def test_resume_at_checks_the_position(job, tmp_path):
     assert len(list(loader)) == 2
 
 
+@several_jobs
 def test_marker_refusals(job, tmp_path):
     acc, model, opt = job()
     acc.prepare(_loader())
@@ -443,6 +526,7 @@ def test_marker_refusals(job, tmp_path):
         acc.load_state(str(tmp_path / "ck"))
 
 
+@several_jobs
 def test_context_of_yours(job):
     acc, model, opt = job()
     ctx = rngsnap.Context()

@@ -92,8 +92,8 @@ class RankBatches(KeyedBatchSampler):
     KeyedLoader may iterate it (see __iter__)."""
 
     def __init__(self, stream, position, length, batch_size, shuffle,
-                 drop_last, cut, key0):
-        self.cut = cut
+                 drop_last, cut, key0, device):
+        self.cut, self.device = cut, device
         # what DataLoaderShard.total_batch_size reads
         self.num_processes = cut["num_processes"] if cut else 1
         self.split_batches = cut["split_batches"] if cut else False
@@ -110,10 +110,11 @@ class RankBatches(KeyedBatchSampler):
     def order(self, epoch):
         order = super().order(epoch)
         if self.shuffle and self.num_processes > 1:
-            # every rank takes its cut of one order: rank 0's
-            t = torch.from_numpy(order.astype("int64"))
+            # every rank takes its cut of one order: rank 0's (on the
+            # accelerator's device, as accelerate broadcasts: NCCL)
+            t = torch.from_numpy(order.astype("int64")).to(self.device)
             torch.distributed.broadcast(t, src=0)
-            order = t.numpy()
+            order = t.cpu().numpy()
         return order
 
     def epoch_batches(self, epoch):
@@ -200,14 +201,14 @@ class PreparedLoader(KeyedLoader):
                 "accelerate 1.15 or tell rngsnap's maintainers" % WHO)
 
 
-def key(shard, ctx, stream, position, index, num_processes):
+def key(shard, ctx, stream, position, index, accelerator):
     """Key prepared loader number index in place; returns its
     PreparedLoader.  InvalidError (nothing changed) when it cannot be."""
-    length, batch_size, shuffle, drop_last, cut = inspect(shard,
-                                                          num_processes)
+    length, batch_size, shuffle, drop_last, cut = inspect(
+        shard, accelerator.num_processes)
     base = shard.base_dataloader
     sampler = RankBatches(stream, position, length, batch_size, shuffle,
-                          drop_last, cut, key0=index << 32)
+                          drop_last, cut, index << 32, accelerator.device)
     keyed = PreparedLoader(base, stream, position, sampler)
     position.shape = (length, batch_size)
     shard.base_dataloader = keyed

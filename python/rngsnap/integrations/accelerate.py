@@ -129,7 +129,7 @@ class _Attached:
         for i, shard in enumerate(accelerator._dataloaders):
             pos = LoaderPosition("rngsnap.accelerate.loader.%d" % i)
             ctx.register_state(pos.name, save=pos.save, load=pos.load)
-            keyed = key(shard, ctx, stream, pos, i, self.ranks)
+            keyed = key(shard, ctx, stream, pos, i, accelerator)
             keyed.attached = self
             self.loaders.append((shard, keyed))
         self.tracker = None
@@ -207,6 +207,13 @@ class _Attached:
         self.loaded = "checkpoint"
 
     def _adopt(self, input_dir):
+        if _awaits_load(self.ctx):
+            raise rngsnap.InvalidError(
+                "%s: load_state(%r) refused, nothing restored: the folder "
+                "was written without rngsnap, and your context, opened with "
+                "resume=True, awaits an rngsnap load that this folder cannot"
+                " give; adopt it with a context opened with resume=False"
+                % (WHO, input_dir))
         line = _adopt.adopt_accelerate(input_dir, self.acc.process_index)
         print(line, file=sys.stderr, flush=True)
         self.loaded = os.path.join(
@@ -279,6 +286,16 @@ class _Attached:
         if self.tracker is None:  # a context of yours checks its own order
             return {}
         return {g.name: g.read() for g in self.tracker.generators}
+
+
+def _awaits_load(ctx):
+    """A context opened with resume=True and not loaded yet: its streams
+    refuse even a draw of nothing."""
+    try:
+        ctx.streams()[0].generate("u32", 0)
+    except rngsnap.OrderError:
+        return True
+    return False
 
 
 def _write_marker(folder, index, ranks):
