@@ -4,11 +4,10 @@ the resumed epoch) or with rngsnap.integrations.accelerate (the lines
 marked "rngsnap").
 
     python3 accelerate_job.py --dir DIR [--resume] [--workers N] [--plain]
-                              [--every K] [--procs P] [--skip]
+                              [--every K] [--procs P] [--no-loader]
 
---procs 2 runs it on 2 CPU processes (torchrun, gloo); --skip resumes an
-attached job the accelerate way (refused); --no-loader draws its batches
-from torch's generator in the loop (no DataLoader).  Each rank prints "loss <rank>
+--procs 2 runs it on 2 CPU processes (torchrun, gloo); --no-loader draws
+its batches from torch's generator in the loop (no DataLoader).  Each rank prints "loss <rank>
 <hex>" per step and, at the end, "params <rank> <hex digest>"; the
 checkpoints signal the test harness (killpoint.committed) once whole.
 """
@@ -47,7 +46,6 @@ class Drawn:
 def main():
     args = parse_args(("--workers", dict(type=int, default=0)),
                       ("--plain", dict(action="store_true")),
-                      ("--skip", dict(action="store_true")),
                       ("--every", dict(type=int, default=4)),
                       ("--procs", dict(type=int, default=1)),
                       ("--no-loader", dict(action="store_true")))
@@ -79,7 +77,7 @@ def main():
         accelerator.load_state(os.path.join(args.dir, "step-%d" % done))
         resumed(done)
     first, skip = divmod(done, len(loader))
-    if args.resume and not (args.plain or args.skip or args.no_loader):
+    if args.resume and not (args.plain or args.no_loader):
         rngsnap.integrations.accelerate.resume_at(loader, first, skip)  # rngsnap
 
     loss_fn, rank, step = nn.BCEWithLogitsLoss(), accelerator.process_index, done
@@ -87,7 +85,7 @@ def main():
         batches = loader
         if epoch == first and skip and args.no_loader:
             batches = Drawn(skip)
-        elif epoch == first and skip and (args.plain or args.skip):
+        elif epoch == first and skip and args.plain:
             batches = accelerator.skip_first_batches(loader, skip)
         for x, y in batches:
             opt.zero_grad()

@@ -41,16 +41,11 @@ def by_rank(lines):
 
 
 @pytest.fixture(scope="module")
-def whole_dir(tmp_path_factory):
-    return tmp_path_factory.mktemp("whole")
-
-
-@pytest.fixture(scope="module")
-def whole(whole_dir):
+def whole(tmp_path_factory):
     """The uninterrupted run, 0 workers: the reference of every
     single-process resume (checkpoints and the worker count draw nothing
     from the keyed job's generators, so one run serves)."""
-    rc, out, err = run(JOB, "--dir", str(whole_dir))
+    rc, out, err = run(JOB, "--dir", str(tmp_path_factory.mktemp("whole")))
     assert rc == 0, err[-3000:]
     assert len(losses(out)) == 12 and len(params(out)) == 1
     return out
@@ -112,31 +107,35 @@ def test_two_processes_exact(tmp_path):
 
 @pytest.fixture(scope="module")
 def plain(tmp_path_factory):
-    """The job without rngsnap: uninterrupted, and killed at step 4 (its
-    folder: the one the adoption tests resume)."""
+    """The job without rngsnap, saving every 2 steps: uninterrupted (its
+    folders), and killed at step 4 (its folder: the one the adoption tests
+    resume)."""
     d = tmp_path_factory.mktemp("plain")
-    rc, out, err = run(JOB, "--dir", str(d / "w"), "--plain")
+    rc, out, err = run(JOB, "--dir", str(d / "w"), "--plain", "--every", "2")
     assert rc == 0, err[-3000:]
     before = killed_at(JOB, 4, "--dir", str(d / "k"), "--plain")
     assert losses(before) == losses(out)[:4]
     return out, before, d / "k" / "step-4"
 
 
-def test_plain_job_differs(plain, tmp_path):
+@pytest.mark.parametrize("tag", [4, 6])
+def test_plain_job_differs(plain, tmp_path, tag):
     """Resumed as accelerate documents (load_state, skip_first_batches):
     count the resumed steps that differ (docs/integrations/
-    accelerate.md's table)."""
+    accelerate.md's table), inside epoch 0 (step 4 of 6; a difference is
+    the issue's point) and at its end (step 6: counted)."""
     want, _, folder = plain
-    shutil.copytree(folder, tmp_path / "step-4")
+    shutil.copytree(folder.parent.parent / "w" / ("step-%d" % tag),
+                    tmp_path / ("step-%d" % tag))
     rc, after, err = run(JOB, "--dir", str(tmp_path), "--plain", "--resume")
     assert rc == 0, err[-3000:]
-    resumed, expected = losses(after), losses(want)[4:]
-    assert len(resumed) == len(expected) == 8
+    resumed, expected = losses(after), losses(want)[tag:]
+    assert len(resumed) == len(expected) == 12 - tag
     differ = sum(a != b for a, b in zip(resumed, expected))
-    print("plain accelerate, killed at step 4 of 12, resumed with "
-          "skip_first_batches: %d of %d resumed steps differ"
-          % (differ, len(expected)))
-    assert differ > 0
+    print("plain accelerate, step %d of 12 resumed: %d of %d resumed "
+          "steps differ" % (tag, differ, len(expected)))
+    if tag == 4:
+        assert differ > 0
 
 
 def test_adopt_plain_checkpoint(plain, tmp_path):
@@ -180,18 +179,6 @@ def test_adopt_exact_where_the_file_holds_everything(tmp_path):
         "from %s" % (tmp_path / "a" / "step-4" / "random_states_0.pkl") in err
     assert losses(got) == losses(want)[4:]
     assert params(got) == params(want)
-
-
-def test_skip_first_batches_refused(whole, whole_dir, tmp_path):
-    """An attached job resumed the accelerate way would skip the batches a
-    second time: refused, no step trained."""
-    shutil.copytree(whole_dir / "step-4", tmp_path / "step-4")
-    rc, out, err = run(JOB, "--dir", str(tmp_path), "--resume", "--skip")
-    assert rc != 0 and not losses(out)
-    assert "rngsnap.InvalidError: rngsnap.integrations.accelerate: the " \
-        "prepared loader's batches are iterated by another DataLoader " \
-        "(accelerator.skip_first_batches?); with attach() the prepared " \
-        "loader itself resumes at the checkpoint's batch" in err
 
 
 # ---- refusals, in this process -------------------------------------------
@@ -299,6 +286,12 @@ def test_dispatch_and_rng_types_refused(job):
     with pytest.raises(rngsnap.InvalidError, match="a prepared loader is a "
                        "DataLoaderDispatcher"):
         ra.attach(acc)
+    acc, model, opt = job()
+    shard = acc.prepare(_loader())
+    shard.use_stateful_dataloader = True  # torchdata is not installed here
+    with pytest.raises(rngsnap.InvalidError, match="the loader was prepared "
+                       "with use_stateful_dataloader=True"):
+        ra.attach(acc)
     acc, model, opt = job(rng_types=["torch"])
     shard = acc.prepare(_loader())
     # one process: accelerate copies nothing; two would copy at each iter()
@@ -307,6 +300,29 @@ def test_dispatch_and_rng_types_refused(job):
                        r"copies rank 0's generators to every rank at each "
                        r"iter\(\) of the loader"):
         _prepared_loader.inspect(shard, 2)
+
+
+@several_jobs
+def test_skip_first_batches_refused(job, tmp_path):
+    """Resumed the accelerate way, an attached job would skip the batches a
+    second time: refused at the first batch, before a step trains."""
+    acc, model, opt = job()
+    loader = acc.prepare(_loader())
+    ra.attach(acc)
+    _train(acc, model, opt, loader, 4)
+    acc.save_state(str(tmp_path / "ck"))
+    acc, model, opt = job()
+    loader = acc.prepare(_loader())
+    ra.attach(acc)
+    acc.load_state(str(tmp_path / "ck"))
+    skipped = acc.skip_first_batches(loader, 4)
+    with pytest.raises(rngsnap.InvalidError, match=r"^rngsnap.integrations."
+                       r"accelerate: the prepared loader's batches are "
+                       r"iterated by another DataLoader \(accelerator."
+                       r"skip_first_batches\?\); with attach\(\) the prepared "
+                       r"loader itself resumes at the checkpoint's batch"):
+        next(iter(skipped))
+    assert len(list(loader)) == 2  # the loader itself: batches 4 and 5
 
 
 @several_jobs
@@ -348,6 +364,10 @@ def test_load_after_training_or_draw_refused(job, tmp_path):
     loader = acc.prepare(_loader())
     ra.attach(acc)
     acc.save_state(str(tmp_path / "ck"))
+    with pytest.raises(rngsnap.OrderError, match=r"nothing restored: it "
+                       r"came after save_state in this process; load_state "
+                       r"once, right after attach\(accelerator\)"):
+        acc.load_state(str(tmp_path / "ck"))
     acc, model, opt = job()
     loader = acc.prepare(_loader())
     ra.attach(acc)
@@ -460,7 +480,7 @@ def test_adopt_with_context_awaiting_load_refused(job, plain):
 
 
 @several_jobs
-def test_adopted_position_required(job, plain):
+def test_adopted_position_required(job, plain, tmp_path):
     """An adopted folder holds no loader position: the loader refuses to
     run until resume_at() says where the job was."""
     _, _, folder = plain
@@ -473,6 +493,9 @@ def test_adopted_position_required(job, plain):
                        r", written without rngsnap: accelerate's checkpoint "
                        r"holds no loader position"):
         next(iter(loader))
+    with pytest.raises(rngsnap.OrderError, match="accelerate's checkpoint "
+                       "holds no loader position"):
+        acc.save_state(str(tmp_path / "ck"))
     ra.resume_at(loader, 0, 4)
     assert len(list(loader)) == 2  # the epoch's batches 4 and 5
 
@@ -526,6 +549,36 @@ def test_marker_refusals(job, tmp_path):
         acc.load_state(str(tmp_path / "ck"))
 
 
+class _Counter:
+    """An object of the job's own, registered for checkpointing."""
+
+    def state_dict(self):
+        return {"n": 1}
+
+    def load_state_dict(self, state):
+        pass
+
+
+@several_jobs
+def test_object_order_refused(job, tmp_path):
+    """rngsnap's object registers at the first save_state: after an object
+    the job registered before it; a resumed job registering none before
+    load_state would hand rngsnap's file to another object."""
+    acc, model, opt = job()
+    acc.prepare(_loader())
+    ra.attach(acc)
+    acc.register_for_checkpointing(_Counter())
+    acc.save_state(str(tmp_path / "ck"))
+    acc, model, opt = job()
+    acc.prepare(_loader())
+    ra.attach(acc)
+    with pytest.raises(rngsnap.MismatchError, match=r"nothing restored: "
+                       r"rngsnap's state is custom_checkpoint_1.pkl there, "
+                       r"and this job would load custom_checkpoint_0.pkl "
+                       r"into it"):
+        acc.load_state(str(tmp_path / "ck"))
+
+
 @several_jobs
 def test_context_of_yours(job):
     acc, model, opt = job()
@@ -534,6 +587,11 @@ def test_context_of_yours(job):
                        "torch, NumPy or random generator"):
         ra.attach(acc, ctx)
     rngsnap.torch.track(ctx)
+    ctx.set_rank(1, 2)
+    with pytest.raises(rngsnap.MismatchError, match=r"the context is rank 1 "
+                       r"of 2, this process is 0 of 1; ctx.set_rank\("):
+        ra.attach(acc, ctx)
+    ctx.set_rank(0, 1)
     assert ra.attach(acc, ctx) is ctx
     with pytest.raises(rngsnap.InvalidError, match=r"attach\(\) was "
                        r"already called for this Accelerator"):
