@@ -180,10 +180,10 @@ class _Attached:
                 "draws away (a batch fetched, a model built?); call "
                 "attach(accelerator) right before load_state"
                 % (head, ", ".join(moved)))
-        self.done = "load_state"
         marker = _read_marker(input_dir)
         if marker is None:
             self._adopt(input_dir)
+            self.done = "load_state"
             return
         if marker["world_size"] != self.ranks:
             raise rngsnap.MismatchError(
@@ -198,6 +198,7 @@ class _Attached:
                 "register_for_checkpointing the same objects, in the same "
                 "order, before load_state as before save_state"
                 % (head, marker["custom_checkpoint"], index))
+        self.done = "load_state"
 
     def load_state_dict(self, state):
         self.ctx.load_state_dict(state)  # all or nothing, every generator
