@@ -76,6 +76,8 @@ MODULES = {
     "rngsnap.integrations._adopt": "integrations",
     "rngsnap.integrations._keyed_loader": "integrations",
     "rngsnap.integrations._common": "integrations",
+    "rngsnap.integrations._prepared_loader": "integrations",
+    "rngsnap.integrations._trainer_loader": "integrations",
     "rngsnap.integrations.lightning": "integrations",
     "rngsnap.integrations.accelerate": "integrations",
     "rngsnap.integrations.transformers": "integrations",

@@ -12,6 +12,7 @@ and start method then change nothing.  The position (epoch, batches the
 loop took) is a LoaderPosition: the framework tells it when the loop takes
 a batch; the integration saves it as an app state of the context.
 """
+import itertools
 import struct
 
 import numpy as np
@@ -74,17 +75,27 @@ class LoaderPosition:
 
 class KeyedBatchSampler(torch.utils.data.Sampler):
     """Batches of SampleKeys for the position's epoch, from the batch the
-    position says on (the first iter() after a resume) or from the start."""
+    position says on (the first iter() after a resume) or from the start.
+    key0 sets apart the keys of several loaders keyed by one stream (loader
+    i: key0 = i << 32, epochs being far below 2**32)."""
 
     def __init__(self, stream, position, length, batch_size, shuffle,
-                 drop_last):
+                 drop_last, key0=0):
         self.stream, self.position = stream, position
         self.length, self.batch_size = length, batch_size
         self.shuffle, self.drop_last = shuffle, drop_last
-        if position.taken >= len(self):  # saved at the epoch's end
-            position.epoch, position.taken = position.epoch + 1, 0
-            position.rolled_over = True
-        self._resume_at = position.taken  # batches to pass over, once
+        self.key0 = key0
+        self._resume_at = 0
+        self.resume_from_position()
+
+    def resume_from_position(self):
+        """The next iter() starts at the position's batch; a position at an
+        epoch's end (saved there) is the next epoch's first batch."""
+        if self.position.taken >= len(self):
+            self.position.epoch += 1
+            self.position.taken = 0
+            self.position.rolled_over = True
+        self._resume_at = self.position.taken  # batches to pass over, once
 
     def set_epoch(self, epoch):
         """The framework's epoch counter; a new epoch starts at batch 0."""
@@ -93,24 +104,38 @@ class KeyedBatchSampler(torch.utils.data.Sampler):
             self._resume_at = 0
 
     def __len__(self):  # the whole epoch's batches: the framework counts
+        return self.batches_per_epoch()
+
+    def batches_per_epoch(self):
         if self.drop_last:
             return self.length // self.batch_size
         return -(-self.length // self.batch_size)
 
     def __iter__(self):
+        # Read at the first batch drawn, not at iter(): a DataLoader with
+        # workers makes a second iterator (_reset) and draws from that one.
         epoch, start = self.position.epoch, self._resume_at
         self._resume_at = 0
-        if self.shuffle:
-            keys = self.stream.derive(epoch, ORDER_KEY).generate(
-                "u64", self.length)
-            order = np.argsort(keys, kind="stable")
-        else:
-            order = np.arange(self.length)
+        yield from itertools.islice(self.epoch_batches(epoch), start, None)
+
+    def order(self, epoch):
+        """The epoch's order of the dataset's indices."""
+        if not self.shuffle:
+            return np.arange(self.length)
+        keys = self.stream.derive(self.key0 + epoch, ORDER_KEY).generate(
+            "u64", self.length)
+        return np.argsort(keys, kind="stable")
+
+    def epoch_batches(self, epoch):
+        """Every batch of the epoch, from its first (the words of a batch
+        passed over are drawn and dropped: a keyed draw moves nothing)."""
+        order = self.order(epoch)
         words = np.empty(10, dtype=np.uint32)
-        for b in range(start, len(self)):
+        for b in range(self.batches_per_epoch()):
             batch = []
             for i in order[b * self.batch_size:(b + 1) * self.batch_size]:
-                self.stream.derive(epoch, int(i)).generate("u32", out=words)
+                self.stream.derive(self.key0 + epoch, int(i)).generate(
+                    "u32", out=words)
                 batch.append(SampleKey(epoch, int(i), words.tobytes()))
             yield batch
 
@@ -118,10 +143,14 @@ class KeyedBatchSampler(torch.utils.data.Sampler):
 class KeyedLoader(torch.utils.data.DataLoader):
     """The user's DataLoader, keyed (see the module's docstring)."""
 
-    def __init__(self, loader, stream, position):
-        self.keyed_sampler = sampler = KeyedBatchSampler(
-            stream, position, len(loader.dataset), loader.batch_size,
-            shuffle=_shuffles(loader), drop_last=loader.drop_last)
+    def __init__(self, loader, stream, position, batch_sampler=None):
+        # batch_sampler: a KeyedBatchSampler of the caller's (accelerate's
+        # prepared loaders carry their batching in their batch sampler)
+        if batch_sampler is None:
+            batch_sampler = KeyedBatchSampler(
+                stream, position, len(loader.dataset), loader.batch_size,
+                shuffle=_shuffles(loader), drop_last=loader.drop_last)
+        self.keyed_sampler = sampler = batch_sampler
         self._stream, self._position = stream, position
         kw = dict(num_workers=loader.num_workers,
                   collate_fn=loader.collate_fn,
@@ -137,24 +166,42 @@ class KeyedLoader(torch.utils.data.DataLoader):
     def __iter__(self):
         # The workers' base seed comes from the loader's own generator,
         # keyed by the epoch: nothing drawn from torch's default one.
-        seed = self._stream.derive(self._position.epoch,
+        seed = self._stream.derive(self.keyed_sampler.key0 +
+                                   self._position.epoch,
                                    LOADER_KEY).generate("u64", 1)
         self.generator.manual_seed(int(seed[0]))
         return super().__iter__()
 
 
 def _shuffles(loader):
-    sampler = loader.sampler
-    if isinstance(sampler, torch.utils.data.RandomSampler):
-        return True
+    return sampler_shuffles(loader.sampler)
+
+
+def sampler_shuffles(sampler):
+    """True for shuffle=True's sampler, False for shuffle=False's;
+    InvalidError for a sampler of the user's own."""
     if isinstance(sampler, torch.utils.data.SequentialSampler):
         return False
+    if isinstance(sampler, torch.utils.data.RandomSampler) and \
+            not sampler.replacement and \
+            sampler.num_samples == len(sampler.data_source):
+        return True  # accelerate's SeedableRandomSampler too
     raise rngsnap.InvalidError(
         "rngsnap: the training DataLoader has a sampler of its own (%s); "
         "the integration keys the order itself (shuffle=True or False) "
         "and cannot resume %s exactly inside an epoch; build the loader "
         "with shuffle=True (or False) and no sampler="
         % (type(sampler).__name__, type(sampler).__name__))
+
+
+def check_dataset(dataset):
+    """InvalidError for a dataset whose samples have no index to key."""
+    if isinstance(dataset, torch.utils.data.IterableDataset):
+        raise rngsnap.InvalidError(
+            "rngsnap: the training DataLoader reads an IterableDataset; "
+            "its samples have no index to key, so a resume inside an epoch "
+            "cannot be exact; use a map-style dataset (__getitem__, "
+            "__len__)")
 
 
 def keyed_loader(loader, stream, position):
@@ -166,12 +213,7 @@ def keyed_loader(loader, stream, position):
             "the integration resumes a DataLoader over a map-style dataset "
             "exactly, return one from train_dataloader()"
             % type(loader).__name__)
-    if isinstance(loader.dataset, torch.utils.data.IterableDataset):
-        raise rngsnap.InvalidError(
-            "rngsnap: the training DataLoader reads an IterableDataset; "
-            "its samples have no index to key, so a resume inside an epoch "
-            "cannot be exact; use a map-style dataset (__getitem__, "
-            "__len__)")
+    check_dataset(loader.dataset)
     if loader.batch_size is None:  # batch_sampler= of the user's
         raise rngsnap.InvalidError(
             "rngsnap: the training DataLoader has a batch_sampler of its own"
