@@ -8,6 +8,7 @@ subclass of the job's own.  The same job plain does not; a plain
 checkpoint is adopted once, verified; and each refusal, word for word."""
 import os
 import random
+import re
 import shutil
 import sys
 import zipfile
@@ -193,17 +194,26 @@ def _flip_storage_byte(path):
 
 
 def test_adopt_flipped_byte_refused(plain_killed, tmp_path):
+    """A byte flipped in the tensor storage of rng_state.pth, which the
+    Trainer's own torch.load takes silently: refused at train()'s start,
+    nothing restored, no step trained."""
     folder, _ = plain_killed
     d = _copy(folder, tmp_path)
     rng = d / "checkpoint-4" / "rng_state.pth"
     record = _flip_storage_byte(rng)
     with safe_globals():  # as Trainer._load_rng_state: it loads silently
         torch.load(rng, weights_only=True)
-    rc, out, err = run(JOB, "--dir", str(d), "--resume")
-    assert rc != 0 and not losses(out)  # no step trained
-    assert ("rngsnap.CorruptError: rngsnap: %s is damaged (record '%s': Bad "
-            "CRC-32 for file '%s'); it is not the file the framework wrote, "
-            "so nothing was restored" % (rng, record, record)) in err
+    trainer = _trainer(tmp_path / "o")
+    before = _live()
+    with pytest.raises(rngsnap.CorruptError) as e:
+        trainer.train(resume_from_checkpoint=str(d / "checkpoint-4"))
+    assert str(e.value) == (
+        "rngsnap: %s is damaged (record '%s': Bad CRC-32 for file '%s'); it "
+        "is not the file the framework wrote, so nothing was restored: "
+        "resume from another checkpoint, or start without adopting"
+        % (rng, record, record))
+    assert _same(before, _live())
+    assert trainer.state.global_step == 0
 
 
 class _Evil:
@@ -256,31 +266,50 @@ def test_adopt_foreign_global_refused(plain_killed, tmp_path):
 
 # ---- refusals ----------------------------------------------------------------
 
-def test_other_data_seed_refused(killed, tmp_path):
+def _job_trainer(out, **kw):
+    """The job's Trainer and arguments (transformers_job.py), in-process."""
+    return _trainer(out, num_train_epochs=2, learning_rate=0.05,
+                    save_strategy="steps", save_steps=4, seed=42,
+                    logging_strategy="no", disable_tqdm=True, **kw)
+
+
+def test_other_data_seed_refused(killed, tmp_path, capsys):
     """Resumed with another data seed the keyed loader would give other
-    batches: MismatchError naming it, no step trained."""
+    batches: MismatchError where the Trainer restores, the load rolled
+    back (nothing restored), no step trained."""
     folder, _ = killed
-    d = _copy(folder, tmp_path)
-    rc, out, err = run(JOB, "--dir", str(d), "--resume", "--data-seed", "7")
-    assert rc != 0 and not losses(out)
-    assert "rngsnap.MismatchError: rngsnap.integrations.transformers: the " \
-        "checkpoint's rngsnap state does not fit this run, which would see " \
-        "other batches; nothing restored, no step trained: resume with the " \
-        "TrainingArguments and the checkpoint folder the run was written " \
-        "with:\n  data seed (TrainingArguments data_seed, else seed): " \
-        "rngsnap state 42, this job 7" in err
+    trainer = _job_trainer(tmp_path / "o", data_seed=7)
+    before = _live()
+    with pytest.raises(rngsnap.MismatchError) as e:
+        trainer.train(resume_from_checkpoint=str(folder / "checkpoint-4"))
+    assert str(e.value) == WHO + (
+        "the checkpoint's rngsnap state does not fit this run, which would "
+        "see other batches; nothing restored, no step trained: resume with "
+        "the TrainingArguments and the checkpoint folder the run was "
+        "written with:\n  data seed (TrainingArguments data_seed, else "
+        "seed): rngsnap state 42, this job 7")
+    assert _same(before, _live())
+    assert trainer.state.global_step == 4 and "loss" not in \
+        capsys.readouterr().out
 
 
-def test_damaged_state_refused(killed, tmp_path):
+def test_damaged_state_refused(killed, tmp_path, capsys):
     folder, _ = killed
     d = _copy(folder, tmp_path)
     state = d / "checkpoint-4" / rt.STATE_FILE
     data = bytearray(state.read_bytes())
     data[len(data) // 2] ^= 0x01
     state.write_bytes(bytes(data))
-    rc, out, err = run(JOB, "--dir", str(d), "--resume")
-    assert rc != 0 and not losses(out)
-    assert "rngsnap.CorruptError: " in err and str(state) in err
+    trainer = _job_trainer(tmp_path / "o")
+    before = _live()
+    with pytest.raises(rngsnap.CorruptError) as e:
+        trainer.train(resume_from_checkpoint=str(d / "checkpoint-4"))
+    assert re.fullmatch(r"%s: section \d+ \(app state [\w.]+\) at byte \d+: "
+                        r"checksum mismatch \(.*\); nothing restored"
+                        % re.escape(str(state)), str(e.value))
+    assert _same(before, _live())
+    assert trainer.state.global_step == 4 and "loss" not in \
+        capsys.readouterr().out
 
 
 def test_checkpoint_without_rng_state_refused(tmp_path):
