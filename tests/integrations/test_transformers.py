@@ -3,8 +3,9 @@ a job SIGKILLed right after a save_steps checkpoint inside an epoch (or at
 an epoch's end), resumed with train(resume_from_checkpoint=True) in a new
 process, prints every loss and the final parameters of the uninterrupted
 run, bit for bit: with 0 and 2 DataLoader workers, with 2 processes (gloo
-CPU ranks, every rank's losses), and with RngsnapTrainerMixin on a Trainer
-subclass of the job's own.  The same job plain does not; a plain
+CPU ranks, every rank's losses), with a collator that draws random
+numbers, and with RngsnapTrainerMixin on a Trainer subclass of the job's
+own.  The same job plain does not; a plain
 checkpoint is adopted once, verified; and each refusal, word for word."""
 import os
 import random
@@ -111,6 +112,21 @@ def test_resume_exact(whole, tmp_path, save, tag, workers, extra):
     _check_resume(whole, before, after, tag)
 
 
+def test_random_collator(tmp_path):
+    """A collator drawing from torch's generator (as the masking of
+    DataCollatorForLanguageModeling): with 0 workers it runs in the main
+    process, before the Trainer restores; keyed by the batch, it draws the
+    same in every run and with any worker count.  Killed with 2 workers,
+    resumed with 0, against the uninterrupted run with 0."""
+    rc, whole, err = run(JOB, "--dir", str(tmp_path / "w"), "--collate")
+    assert rc == 0, err[-3000:]
+    args = ["--dir", str(tmp_path / "j"), "--collate"]
+    before = killed_at(JOB, 4, *args, "--workers", "2")
+    rc, after, err = run(JOB, *args, "--resume")
+    assert rc == 0, err[-3000:]
+    _check_resume(whole, before, after, 4)
+
+
 def _ranks(tmp_path, name, more, env=None):
     d = tmp_path / name
     return Job([sys.executable, os.path.join(HERE, JOB), "--dir", str(d)]
@@ -160,7 +176,7 @@ def test_plain_job_differs(plain_whole, plain_killed, tmp_path):
     assert differ > 0
 
 
-# ---- adopting a plain Trainer's checkpoint ---------------------------------
+# ---- adopting a plain Trainer's checkpoint ------------------------------
 
 ADOPTED = "rngsnap: adopted random, NumPy, torch CPU generator states from " \
     "%s (the Trainer's own RNG file); rngsnap checkpoints from now on"
@@ -249,7 +265,8 @@ def _same(a, b):
 
 
 def _trainer(out, cls=rt.RngsnapTrainer, data=None, **kw):
-    args = TrainingArguments(output_dir=str(out), per_device_train_batch_size=4,
+    args = TrainingArguments(output_dir=str(out),
+                             per_device_train_batch_size=4,
                              report_to="none", use_cpu=True,
                              remove_unused_columns=False,
                              dataloader_pin_memory=False, **kw)
@@ -278,7 +295,7 @@ def test_adopt_foreign_global_refused(plain_killed, tmp_path):
     assert trainer.state.global_step == 0
 
 
-# ---- refusals ----------------------------------------------------------------
+# ---- refusals -------------------------------------------------------------
 
 def _job_trainer(out, **kw):
     """The job's Trainer and arguments (transformers_job.py), in-process."""

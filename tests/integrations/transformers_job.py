@@ -4,7 +4,8 @@ rngsnap.integrations.transformers.RngsnapTrainer (the default), plain
 subclass of the job's own (--mixin, as one would on trl's SFTTrainer).
 
     python3 transformers_job.py --dir DIR [--resume] [--workers N]
-        [--plain | --mixin] [--save-steps K] [--data-seed S]
+        [--plain | --mixin] [--save-steps K] [--data-seed S] [--collate]
+        [--accumulate N]
 
 One process per rank: with RANK/WORLD_SIZE/MASTER_ADDR/MASTER_PORT set (as
 torchrun sets them) the Trainer runs on that many gloo CPU ranks.  Prints
@@ -18,7 +19,8 @@ import sys
 
 import torch
 from torch import nn
-from transformers import Trainer, TrainerCallback, TrainingArguments
+from transformers import Trainer, TrainerCallback, TrainingArguments, \
+    default_data_collator
 
 from killpoint import committed, resumed  # the test harness's lines only
 from toyjob import Augmented, net, parse_args
@@ -36,6 +38,14 @@ class Net(nn.Module):
                                                               labels)
         print("loss", loss.item().hex(), flush=True)
         return {"loss": loss}
+
+
+def noisy_collate(features):
+    """A collator that draws from torch's generator, as the masking of
+    DataCollatorForLanguageModeling does."""
+    batch = default_data_collator(features)
+    batch["x"] = batch["x"] + 0.01 * torch.randn(batch["x"].shape)
+    return batch
 
 
 class UsersTrainer(Trainer):
@@ -67,7 +77,9 @@ def main():
                       ("--plain", dict(action="store_true")),
                       ("--mixin", dict(action="store_true")),
                       ("--save-steps", dict(type=int, default=4)),
-                      ("--data-seed", dict(type=int, default=None)))
+                      ("--data-seed", dict(type=int, default=None)),
+                      ("--collate", dict(action="store_true")),
+                      ("--accumulate", dict(type=int, default=1)))
     torch.manual_seed(1234)  # model init; a resumed job loads the weights
     model = Net()
     if args.plain:
@@ -86,12 +98,14 @@ def main():
         per_device_train_batch_size=BATCH, learning_rate=0.05,
         save_strategy="steps", save_steps=args.save_steps, seed=42,
         data_seed=args.data_seed, dataloader_num_workers=args.workers,
+        gradient_accumulation_steps=args.accumulate,
         logging_strategy="no", report_to="none", disable_tqdm=True,
         remove_unused_columns=False, dataloader_pin_memory=False,
         use_cpu=True)
     trainer = trainer_class(model=model, args=targs,
                             train_dataset=Augmented(as_dict=True),
-                            callbacks=[Signals(args.resume)])
+                            data_collator=noisy_collate if args.collate
+                            else None, callbacks=[Signals(args.resume)])
     # True: the last checkpoint in output_dir, as a user resumes
     trainer.train(resume_from_checkpoint=args.resume or None)
     params = b"".join(p.detach().numpy().tobytes()

@@ -23,20 +23,24 @@ What differs from Lightning's use of the keyed loader:
 - The Trainer skips the trained batches itself (skip_first_batches over
   the batch sampler, unfetched); the KeyedBatchSampler is built before the
   load, so it yields every epoch from batch 0 and nothing is skipped twice.
+- The collator is keyed too (_KeyedCollate): a random one (the masking of
+  DataCollatorForLanguageModeling) draws from generators seeded by the
+  batch's keys, and with 0 workers puts them back, as the samples do.
 """
+import hashlib
 import struct
 
 import torch
 
 import rngsnap
-from rngsnap.torch import LOADER_KEY, KeyedDataset
+from rngsnap.torch import LOADER_KEY, KeyedDataset, SampleKey
 
 from ._keyed_loader import keyed_loader
 
 WHO = "rngsnap.integrations.transformers"
 
 # The DataLoader arguments the keyed loader takes from the Trainer's.
-_COPIED = ("num_workers", "collate_fn", "pin_memory", "timeout",
+_COPIED = ("num_workers", "pin_memory", "timeout",
            "worker_init_fn", "multiprocessing_context", "persistent_workers",
            "in_order")
 
@@ -116,10 +120,24 @@ class _EpochBatches(torch.utils.data.Sampler):
         return iter(self.keyed)
 
 
-class _EpochDataset(KeyedDataset):
-    """KeyedDataset with set_epoch: the route by which accelerate's
+class _Samples(list):
+    """A batch's samples, and the words of their keys (for the collate)."""
+
+
+class _BatchDataset(KeyedDataset):
+    """KeyedDataset fetching a batch at once (torch's __getitems__): the
+    samples keep their keys' words for _KeyedCollate."""
+
+    def __getitems__(self, keys):
+        samples = _Samples(self[key] for key in keys)
+        samples.words = b"".join(key.words for key in keys)
+        return samples
+
+
+class _EpochDataset(_BatchDataset):
+    """_BatchDataset with set_epoch: the route by which accelerate's
     DataLoaderShard tells the epoch when the batch sampler is wrapped out
-    of its reach.  Workers get a plain KeyedDataset (pickled so)."""
+    of its reach.  Workers get a plain _BatchDataset (pickled so)."""
 
     def __init__(self, dataset, batches):
         super().__init__(dataset)
@@ -132,7 +150,33 @@ class _EpochDataset(KeyedDataset):
             own(epoch)
 
     def __reduce__(self):
-        return KeyedDataset, (self.dataset,)
+        return _BatchDataset, (self.dataset,)
+
+
+class _KeyedCollate:
+    """The Trainer's collate_fn, drawing from torch, NumPy and random seeded
+    by a hash of the batch's keys (KeyedDataset does the seeding, and with
+    0 workers puts the generators back): the same draws in every run, with
+    any worker count."""
+
+    def __init__(self, collate):
+        self.collate = collate
+
+    def __call__(self, samples):
+        words = hashlib.blake2b(b"rngsnap collate\0" + samples.words,
+                                digest_size=40).digest()
+        return KeyedDataset(_CollateCall(self.collate, list(samples)))[
+            SampleKey(0, 0, words)]
+
+
+class _CollateCall:
+    """The collate of one batch, as the one item of a dataset."""
+
+    def __init__(self, collate, samples):
+        self.collate, self.samples = collate, samples
+
+    def __getitem__(self, index):
+        return self.collate(self.samples)
 
 
 class KeyedTrainLoader:
@@ -146,6 +190,7 @@ class KeyedTrainLoader:
         self.batches = _EpochBatches(keyed.keyed_sampler, keyed.generator,
                                      stream)
         kw = {k: getattr(plain, k) for k in _COPIED if hasattr(plain, k)}
+        kw["collate_fn"] = _KeyedCollate(plain.collate_fn)
         if plain.num_workers:
             kw["prefetch_factor"] = plain.prefetch_factor
         self.loader = torch.utils.data.DataLoader(
