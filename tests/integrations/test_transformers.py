@@ -265,10 +265,9 @@ def _same(a, b):
 
 
 def _trainer(out, cls=rt.RngsnapTrainer, data=None, **kw):
-    args = TrainingArguments(output_dir=str(out),
-                             per_device_train_batch_size=4,
-                             report_to="none", use_cpu=True,
-                             remove_unused_columns=False,
+    kw.setdefault("per_device_train_batch_size", 4)
+    args = TrainingArguments(output_dir=str(out), report_to="none",
+                             use_cpu=True, remove_unused_columns=False,
                              dataloader_pin_memory=False, **kw)
     return cls(model=Net(), args=args,
                train_dataset=Augmented(as_dict=True) if data is None else data)
@@ -322,6 +321,21 @@ def test_other_data_seed_refused(killed, tmp_path, capsys):
     assert _same(before, _live())
     assert trainer.state.global_step == 4 and "loss" not in \
         capsys.readouterr().out
+
+
+def test_other_batch_size_refused(killed, tmp_path, capsys):
+    folder, _ = killed
+    trainer = _job_trainer(tmp_path / "o", per_device_train_batch_size=8)
+    before = _live()
+    with pytest.raises(rngsnap.MismatchError) as e:
+        trainer.train(resume_from_checkpoint=str(folder / "checkpoint-4"))
+    assert str(e.value) == (
+        "rngsnap.transformers.loader: the training loader differs from the "
+        "checkpoint's, so the resumed job would see other batches; resume "
+        "with the loader the checkpoint was written with:\n  batch size: "
+        "checkpoint 4, this job 8")
+    assert _same(before, _live())
+    assert "loss" not in capsys.readouterr().out
 
 
 def test_damaged_state_refused(killed, tmp_path, capsys):
@@ -426,6 +440,26 @@ def test_sampler_of_its_own_refused(tmp_path):
         "once an epoch, shuffled or in order, and cannot resume a "
         "WeightedRandomSampler exactly inside an epoch; leave the sampler to "
         "the Trainer (train_sampling_strategy='random' or 'sequential')")
+    assert trainer.state.global_step == 0
+
+
+class _OwnLoader(Trainer):
+    def get_train_dataloader(self):
+        return torch.utils.data.DataLoader(self.train_dataset, batch_size=4)
+
+
+def test_loader_not_prepared_refused(tmp_path):
+    class Mine(rt.RngsnapTrainerMixin, _OwnLoader):
+        pass
+    trainer = _trainer(tmp_path / "o", cls=Mine)
+    with pytest.raises(rngsnap.InvalidError) as e:
+        trainer.train()
+    assert str(e.value) == WHO + (
+        "Mine.get_train_dataloader() returned a DataLoader not built with "
+        "accelerator.prepare(DataLoader(...)); rngsnap keys the DataLoader "
+        "the Trainer passes to accelerator.prepare and cannot resume another "
+        "loader exactly; build it as Trainer.get_train_dataloader does, or "
+        "leave it to the Trainer")
     assert trainer.state.global_step == 0
 
 
