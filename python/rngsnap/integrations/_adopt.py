@@ -92,12 +92,10 @@ def _present_devices():
     return out
 
 
-def restore_framework_states(states, source):
-    """Restore the states a reader returned (accelerate's or the
-    Trainer's dict; source: the file's path, for the message), all or
-    nothing; returns the one line to print."""
-    import random
-    import numpy
+def check_framework_states(states, source):
+    """Every check restore_framework_states makes, restoring nothing (an
+    integration checks at its start, restores later where the framework
+    restores): CorruptError or MismatchError, else what restore needs."""
     import torch
     accel = "random_state" in states
     kind = _ACCEL if accel else _TRAINER
@@ -138,6 +136,17 @@ def restore_framework_states(states, source):
             for v in vals:
                 _check_tensor(source, v, f"{name} generator")
             devices[name] = (present[name], val)
+    return kind, py, np_state, cpu, devices
+
+
+def restore_framework_states(states, source):
+    """Restore the states a reader returned (accelerate's or the
+    Trainer's dict; source: the file's path, for the message), all or
+    nothing; returns the one line to print."""
+    import random
+    import numpy
+    import torch
+    kind, py, np_state, cpu, devices = check_framework_states(states, source)
     before = (random.getstate(), numpy.random.get_state(),
               torch.get_rng_state(),
               {n: m.get_rng_state_all() for n, (m, _) in devices.items()})
