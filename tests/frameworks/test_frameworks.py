@@ -138,8 +138,8 @@ def test_docs_show_the_recipes_own_lines():
     (comments and lines with ... aside), so the page cannot drift."""
     root = os.path.dirname(os.path.dirname(HERE))
     page = open(os.path.join(root, "docs", "python.md")).read()
-    part = page.split("## Inside accelerate, Lightning, DCP and the "
-                      "transformers Trainer")[1].split("\n## ")[0]
+    part = page.split("## Reference: how each framework restores")[1].split(
+        "\n## ")[0]
     shown = 0
     for title, recipe in [("accelerate", "accelerate"),
                           ("Lightning", "lightning"),
