@@ -4,13 +4,16 @@ that cannot hand the loop rngsnap.torch.ResumableSampler.batches().
 keyed_loader(loader, stream, position) builds, from the user's DataLoader,
 one whose every sample is a pure function of (the stream's seeding, epoch,
 index): the dataset wrapped in rngsnap.torch.KeyedDataset, fed the
-SampleKeys of a KeyedBatchSampler (epoch e's order: the stable argsort of
-stream.derive(e, ORDER_KEY), as ResumableSampler), and a generator of its
-own reseeded at each iter() from stream.derive(e, LOADER_KEY), so iter()
-draws nothing from torch's default generator.  Prefetching, worker count
-and start method then change nothing.  The position (epoch, batches the
-loop took) is a LoaderPosition: the framework tells it when the loop takes
-a batch; the integration saves it as an app state of the context.
+SampleKeys of a KeyedBatchSampler, and a generator of its own reseeded at
+each iter() from stream.derive(e, LOADER_KEY), so iter() draws nothing
+from torch's default generator.  Prefetching, worker count and start
+method then change nothing.  Epoch e's order (KeyedOrder) is the stable
+argsort of stream.derive(e, ORDER_KEY) for shuffle=True, as
+ResumableSampler; 0..n-1 for shuffle=False.  The position (epoch, batches
+the loop took) is a LoaderPosition: the framework tells it when the loop
+takes a batch and, through loader.batch_sampler.sampler.set_epoch (where
+Lightning and torch's convention put it), which epoch runs; the
+integration saves it as an app state of the context.
 """
 import struct
 
@@ -56,6 +59,12 @@ class LoaderPosition:
         self._loaded = (length, batch)
         self.check()
 
+    def end_epoch(self):
+        """The framework ended the epoch (it may count fewer batches than
+        the loader has): a checkpoint from now on resumes at the next
+        epoch's start."""
+        self.epoch, self.taken = self.epoch + 1, 0
+
     def check(self):
         """MismatchError when the loader differs from the checkpoint's."""
         if self.shape is None or self._loaded is None or \
@@ -72,6 +81,33 @@ class LoaderPosition:
                 % (self.name, "\n".join(diff)))
 
 
+class KeyedOrder(torch.utils.data.Sampler):
+    """The indices of an epoch, a pure function of the epoch: keyed by
+    the stream (shuffle) or 0..n-1.  It is the batch sampler's .sampler,
+    where frameworks call set_epoch (Lightning's _set_sampler_epoch, as
+    for torch's BatchSampler)."""
+
+    def __init__(self, batches, stream, length, shuffle):
+        self.batches, self.stream = batches, stream
+        self.length, self.shuffle = length, shuffle
+
+    def set_epoch(self, epoch):
+        self.batches.set_epoch(epoch)
+
+    def indices(self, epoch):
+        if self.shuffle:
+            keys = self.stream.derive(epoch, ORDER_KEY).generate(
+                "u64", self.length)
+            return np.argsort(keys, kind="stable")
+        return np.arange(self.length)
+
+    def __len__(self):
+        return self.length
+
+    def __iter__(self):
+        return iter(self.indices(self.batches.position.epoch).tolist())
+
+
 class KeyedBatchSampler(torch.utils.data.Sampler):
     """Batches of SampleKeys for the position's epoch, from the batch the
     position says on (the first iter() after a resume) or from the start."""
@@ -81,38 +117,55 @@ class KeyedBatchSampler(torch.utils.data.Sampler):
         self.stream, self.position = stream, position
         self.length, self.batch_size = length, batch_size
         self.shuffle, self.drop_last = shuffle, drop_last
+        self.sampler = KeyedOrder(self, stream, length, shuffle)
         if position.taken >= len(self):  # saved at the epoch's end
             position.epoch, position.taken = position.epoch + 1, 0
             position.rolled_over = True
         self._resume_at = position.taken  # batches to pass over, once
+        self._begun = None  # (epoch, first batch) of an unfinished iter
 
     def set_epoch(self, epoch):
-        """The framework's epoch counter; a new epoch starts at batch 0."""
-        if epoch != self.position.epoch:
-            self.position.epoch, self.position.taken = epoch, 0
-            self._resume_at = 0
+        """The framework's epoch counter; a new epoch starts at batch 0.
+        OrderError when an iterator resumed inside another epoch has
+        already begun: its batches (prefetched by workers) would be that
+        epoch's, silently."""
+        if epoch == self.position.epoch:
+            return
+        if self._begun is not None and self._begun[1] > 0:
+            raise rngsnap.OrderError(
+                "%s: the framework starts epoch %d, but the loader resumed "
+                "at batch %d of epoch %d and has begun fetching it; nothing "
+                "of epoch %d is fetched.  The checkpoint's position and the "
+                "framework's epoch counter disagree: resume from a "
+                "checkpoint written by the same job and integration"
+                % (self.position.name, epoch, self._begun[1], self._begun[0],
+                   epoch))
+        self.position.epoch, self.position.taken = epoch, 0
+        self._resume_at = 0
 
     def __len__(self):  # the whole epoch's batches: the framework counts
         if self.drop_last:
-            return self.length // self.batch_size
-        return -(-self.length // self.batch_size)
+            return len(self.sampler) // self.batch_size
+        return -(-len(self.sampler) // self.batch_size)
 
     def __iter__(self):
         epoch, start = self.position.epoch, self._resume_at
         self._resume_at = 0
-        if self.shuffle:
-            keys = self.stream.derive(epoch, ORDER_KEY).generate(
-                "u64", self.length)
-            order = np.argsort(keys, kind="stable")
-        else:
-            order = np.arange(self.length)
-        words = np.empty(10, dtype=np.uint32)
-        for b in range(start, len(self)):
-            batch = []
-            for i in order[b * self.batch_size:(b + 1) * self.batch_size]:
-                self.stream.derive(epoch, int(i)).generate("u32", out=words)
-                batch.append(SampleKey(epoch, int(i), words.tobytes()))
-            yield batch
+        self._begun = (epoch, start)
+        try:
+            order = self.sampler.indices(epoch)
+            words = np.empty(10, dtype=np.uint32)
+            for b in range(start, len(self)):
+                batch = []
+                for i in order[b * self.batch_size:(b + 1) *
+                               self.batch_size]:
+                    self.stream.derive(epoch, int(i)).generate("u32",
+                                                               out=words)
+                    batch.append(SampleKey(epoch, int(i), words.tobytes()))
+                yield batch
+        finally:
+            if self._begun == (epoch, start):
+                self._begun = None
 
 
 class KeyedLoader(torch.utils.data.DataLoader):

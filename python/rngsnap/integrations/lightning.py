@@ -79,17 +79,6 @@ class _Hooks:
 
         def keyed():
             loader = keyed_loader(request(), stream, self.position)
-            if self.position.rolled_over:
-                # Seen: such a resume differed from the next epoch's first
-                # step on; refused until understood (never silently).
-                raise rngsnap.OrderError(
-                    "rngsnap.integrations.lightning: this checkpoint was "
-                    "written at the end of epoch %d; resuming from an "
-                    "epoch's end is not exact yet with RngsnapCallback (a "
-                    "known defect); nothing trained: resume from a "
-                    "checkpoint inside an epoch (every_n_train_steps that "
-                    "does not divide the epoch)"
-                    % (self.position.epoch - 1))
             # reseeded from the stream at each epoch: in no checkpoint
             self.ctx.ignore_generator(loader.generator)
             return loader
@@ -98,6 +87,14 @@ class _Hooks:
     # -- the position: the batches the loop took -------------------------
     def on_train_batch_start(self, trainer, pl_module, batch, batch_idx):
         self.position.taken += 1
+
+    def on_train_batch_end(self, trainer, pl_module, outputs, batch,
+                           batch_idx):
+        # Lightning's epoch may be shorter than the loader
+        # (limit_train_batches): a checkpoint written now (ModelCheckpoint
+        # runs after every other callback) resumes at the next epoch.
+        if self.position.taken >= trainer.num_training_batches:
+            self.position.end_epoch()
 
     # -- into and out of Lightning's checkpoint --------------------------
     def state_dict(self):
