@@ -1,7 +1,8 @@
 """rngsnap.integrations.lightning.RngsnapCallback against the real
 Lightning (lightning.pytorch and pytorch_lightning): a job killed right
 after a ModelCheckpoint(every_n_train_steps=k) checkpoint, inside an epoch
-or at its end, resumed with fit(ckpt_path=...) in a new process, prints
+or at its end, with 0 or 2 DataLoader workers, resumed with
+fit(ckpt_path=...) in a new process, prints
 every loss and the final parameters of the uninterrupted run, bit for bit;
 the same job plain does not; and each refusal, word for word."""
 import pytest
@@ -31,13 +32,15 @@ def whole(tmp_path_factory):
 
 
 # (every, kill at, workers of the killed run, of the resumed run, package).
-# 6 steps an epoch.  Workers at resume: not in the test yet
-# (docs/integrations/lightning.md, "Limits").
+# 6 steps an epoch.  Samples are a pure function of their keys, so one
+# reference serves every worker count, killed with one and resumed with
+# another too.
 @pytest.mark.parametrize("every,tag,killed_workers,workers,package", [
     (4, 4, 0, 0, "lightning.pytorch"),  # inside epoch 0 (step 4 of 6)
-    (4, 4, 0, 0, "pytorch_lightning"),  # the other package name
     (6, 6, 0, 0, "lightning.pytorch"),  # at the end of epoch 0
-    (4, 8, 0, 0, "lightning.pytorch"),  # inside epoch 1
+    (4, 8, 2, 2, "lightning.pytorch"),  # inside epoch 1, 2 workers
+    (4, 4, 0, 2, "pytorch_lightning"),  # killed with 0, resumed with 2
+    (6, 6, 2, 0, "pytorch_lightning"),  # epoch end, killed with 2, 0 after
 ])
 def test_resume_exact(whole, tmp_path, every, tag, killed_workers, workers,
                       package):
