@@ -9,11 +9,14 @@ each iter() from stream.derive(e, LOADER_KEY), so iter() draws nothing
 from torch's default generator.  Prefetching, worker count and start
 method then change nothing.  Epoch e's order (KeyedOrder) is the stable
 argsort of stream.derive(e, ORDER_KEY) for shuffle=True, as
-ResumableSampler; 0..n-1 for shuffle=False.  The position (epoch, batches
-the loop took) is a LoaderPosition: the framework tells it when the loop
-takes a batch and, through loader.batch_sampler.sampler.set_epoch (where
-Lightning and torch's convention put it), which epoch runs; the
-integration saves it as an app state of the context.
+ResumableSampler; 0..n-1 for shuffle=False; and this rank's shard of a
+DistributedSampler the framework put in (its order is already a pure
+function of its seed and the epoch, the same on every rank).  The position
+(epoch, batches the loop took) is a LoaderPosition: the framework tells it
+when the loop takes a batch and, through
+loader.batch_sampler.sampler.set_epoch (where Lightning and torch's
+convention put it), which epoch runs; the integration saves it as an app
+state of the context.
 """
 import struct
 
@@ -23,9 +26,11 @@ import torch
 import rngsnap
 from rngsnap.torch import LOADER_KEY, ORDER_KEY, KeyedDataset, SampleKey
 
-# "RSLP" v1: u64 dataset length, u64 batch size, u64 epoch, u64 batches taken.
-_MAGIC, _VERSION = b"RSLP", 1
+# "RSLP" v1: u64 dataset length, u64 batch size, u64 epoch, u64 batches
+# taken.  v2 (an order from a DistributedSampler): v1, then its u64 seed.
+_MAGIC = b"RSLP"
 _FORMAT = struct.Struct("<4sHQQQQ")
+_SEED = struct.Struct("<Q")
 
 
 class LoaderPosition:
@@ -37,26 +42,34 @@ class LoaderPosition:
         self.name = name
         self.epoch = self.taken = 0
         self.shape = None  # (length, batch_size) once the loader is built
-        self._loaded = None  # a checkpoint's shape, checked at build
+        self.seed = None  # a DistributedSampler's seed: the order's source
+        self._loaded = None  # a checkpoint's (shape, seed), checked at build
         self.rolled_over = False  # loaded at an epoch's end
 
     def save(self):
         length, batch = self.shape or (0, 0)
-        return _FORMAT.pack(_MAGIC, _VERSION, length, batch, self.epoch,
-                            self.taken)
+        head = _FORMAT.pack(_MAGIC, 1 if self.seed is None else 2, length,
+                            batch, self.epoch, self.taken)
+        return head if self.seed is None else head + _SEED.pack(self.seed)
 
     def load(self, data):
-        if len(data) != _FORMAT.size:
+        version = struct.unpack_from("<H", data, 4)[0] \
+            if len(data) >= 6 else 1
+        size = _FORMAT.size + (_SEED.size if version == 2 else 0)
+        if len(data) != size:
             raise rngsnap.CorruptError(
                 "%s: %d bytes, not the %d of a loader position"
-                % (self.name, len(data), _FORMAT.size))
-        magic, version, length, batch, epoch, taken = _FORMAT.unpack(data)
-        if magic != _MAGIC or version != _VERSION:
+                % (self.name, len(data), size))
+        magic, version, length, batch, epoch, taken = \
+            _FORMAT.unpack_from(data)
+        if magic != _MAGIC or version not in (1, 2):
             raise rngsnap.CorruptError("%s: not a loader position (magic %r,"
                                        " version %d)" % (self.name, magic,
                                                          version))
+        seed = _SEED.unpack_from(data, _FORMAT.size)[0] if version == 2 \
+            else None
         self.epoch, self.taken = epoch, taken
-        self._loaded = (length, batch)
+        self._loaded = ((length, batch), seed)
         self.check()
 
     def end_epoch(self):
@@ -68,11 +81,16 @@ class LoaderPosition:
     def check(self):
         """MismatchError when the loader differs from the checkpoint's."""
         if self.shape is None or self._loaded is None or \
-                self._loaded == (0, 0):
+                self._loaded[0] == (0, 0):
             return
+        (length, batch), seed = self._loaded
         diff = ["  %s: checkpoint %d, this job %d" % (what, a, b)
                 for what, a, b in zip(("dataset length", "batch size"),
-                                      self._loaded, self.shape) if a != b]
+                                      (length, batch), self.shape) if a != b]
+        if seed != self.seed:  # DistributedSampler(seed=): its order
+            diff.append("  DistributedSampler seed: checkpoint %s, this job "
+                        "%s (the seed given to seed_everything)"
+                        % _seeds(seed, self.seed))
         if diff:
             raise rngsnap.MismatchError(
                 "%s: the training loader differs from the checkpoint's, so "
@@ -81,20 +99,30 @@ class LoaderPosition:
                 % (self.name, "\n".join(diff)))
 
 
-class KeyedOrder(torch.utils.data.Sampler):
-    """The indices of an epoch, a pure function of the epoch: keyed by
-    the stream (shuffle) or 0..n-1.  It is the batch sampler's .sampler,
-    where frameworks call set_epoch (Lightning's _set_sampler_epoch, as
-    for torch's BatchSampler)."""
+def _seeds(*seeds):
+    return tuple("none (the order keyed by rngsnap)" if x is None else x
+                 for x in seeds)
 
-    def __init__(self, batches, stream, length, shuffle):
+
+class KeyedOrder(torch.utils.data.Sampler):
+    """The indices of an epoch for this process, a pure function of the
+    epoch: keyed by the stream (shuffle), 0..n-1, or a DistributedSampler's
+    shard.  It is the batch sampler's .sampler, where frameworks call
+    set_epoch (Lightning's _set_sampler_epoch, as for torch's
+    BatchSampler)."""
+
+    def __init__(self, batches, stream, length, shuffle, distributed=None):
         self.batches, self.stream = batches, stream
         self.length, self.shuffle = length, shuffle
+        self.distributed = distributed
 
     def set_epoch(self, epoch):
         self.batches.set_epoch(epoch)
 
     def indices(self, epoch):
+        if self.distributed is not None:  # seed + epoch: every rank's shard
+            self.distributed.set_epoch(epoch)
+            return np.fromiter(iter(self.distributed), dtype=np.int64)
         if self.shuffle:
             keys = self.stream.derive(epoch, ORDER_KEY).generate(
                 "u64", self.length)
@@ -102,6 +130,8 @@ class KeyedOrder(torch.utils.data.Sampler):
         return np.arange(self.length)
 
     def __len__(self):
+        if self.distributed is not None:
+            return len(self.distributed)
         return self.length
 
     def __iter__(self):
@@ -113,11 +143,11 @@ class KeyedBatchSampler(torch.utils.data.Sampler):
     position says on (the first iter() after a resume) or from the start."""
 
     def __init__(self, stream, position, length, batch_size, shuffle,
-                 drop_last):
+                 drop_last, distributed=None):
         self.stream, self.position = stream, position
         self.length, self.batch_size = length, batch_size
         self.shuffle, self.drop_last = shuffle, drop_last
-        self.sampler = KeyedOrder(self, stream, length, shuffle)
+        self.sampler = KeyedOrder(self, stream, length, shuffle, distributed)
         if position.taken >= len(self):  # saved at the epoch's end
             position.epoch, position.taken = position.epoch + 1, 0
             position.rolled_over = True
@@ -172,9 +202,12 @@ class KeyedLoader(torch.utils.data.DataLoader):
     """The user's DataLoader, keyed (see the module's docstring)."""
 
     def __init__(self, loader, stream, position):
+        distributed = loader.sampler if isinstance(
+            loader.sampler, torch.utils.data.DistributedSampler) else None
         self.keyed_sampler = sampler = KeyedBatchSampler(
             stream, position, len(loader.dataset), loader.batch_size,
-            shuffle=_shuffles(loader), drop_last=loader.drop_last)
+            shuffle=_shuffles(loader), drop_last=loader.drop_last,
+            distributed=distributed)
         self._stream, self._position = stream, position
         kw = dict(num_workers=loader.num_workers,
                   collate_fn=loader.collate_fn,
@@ -202,17 +235,19 @@ def _shuffles(loader):
         return True
     if isinstance(sampler, torch.utils.data.SequentialSampler):
         return False
+    if type(sampler) is torch.utils.data.DistributedSampler:
+        return sampler.shuffle  # its own order, pure in (seed, epoch)
     raise rngsnap.InvalidError(
         "rngsnap: the training DataLoader has a sampler of its own (%s); "
         "the integration keys the order itself (shuffle=True or False) "
         "and cannot resume %s exactly inside an epoch; build the loader "
-        "with shuffle=True (or False) and no sampler="
+        "with shuffle=True (or False) and no sampler= (a DistributedSampler "
+        "the framework puts in is kept)"
         % (type(sampler).__name__, type(sampler).__name__))
 
 
-def keyed_loader(loader, stream, position):
-    """The keyed, resumable form of the user's training DataLoader, or
-    InvalidError saying why it cannot be made exact."""
+def check_loader(loader):
+    """InvalidError saying why the loader cannot be keyed exactly, if so."""
     if not isinstance(loader, torch.utils.data.DataLoader):
         raise rngsnap.InvalidError(
             "rngsnap: the training data is a %s, not a torch DataLoader; "
@@ -232,6 +267,14 @@ def keyed_loader(loader, stream, position):
             "resume it exactly; use batch_size= and shuffle= instead"
             % type(loader.batch_sampler).__name__)
     _shuffles(loader)
+
+
+def keyed_loader(loader, stream, position):
+    """The keyed, resumable form of the user's training DataLoader, or
+    InvalidError saying why it cannot be made exact."""
+    check_loader(loader)
     position.shape = (len(loader.dataset), loader.batch_size)
+    if isinstance(loader.sampler, torch.utils.data.DistributedSampler):
+        position.seed = loader.sampler.seed
     position.check()
     return KeyedLoader(loader, stream, position)
