@@ -5,9 +5,10 @@ or with rngsnap.integrations.lightning.RngsnapCallback (the one line).
                              [--package lightning.pytorch|pytorch_lightning]
                              [--devices 2]   (strategy="ddp", gloo on CPU)
 
-Prints "loss <hex>" per step and, at the end, "params <hex digest>" (with
---devices 2 each rank prints them, after its rank: "loss 1 <hex>"); the
-checkpoints signal the test harness (killpoint.committed) once whole.
+Prints "batch <digest>" and "loss <hex>" per step and, at the end,
+"params <hex digest>" (with --devices 2 each rank prints them, after its
+rank: "loss 1 <hex>"); the checkpoints signal the test harness
+(killpoint.committed) once whole.
 """
 import hashlib
 import importlib
@@ -40,6 +41,8 @@ def main():
             x, y = batch
             loss = nn.functional.binary_cross_entropy_with_logits(
                 self.net(x), y)
+            say("batch", self.global_rank,
+                hashlib.sha256(x.numpy().tobytes()).hexdigest()[:16])
             say("loss", self.global_rank, loss.item().hex())
             return loss
 
