@@ -10,9 +10,13 @@ into checkpoint["callbacks"]; the training DataLoader is keyed (every
 sample a pure function of the seeding, the epoch and its index:
 integrations/_keyed_loader.py), so a checkpoint written anywhere, inside
 an epoch too (ModelCheckpoint(every_n_train_steps=k)), resumes bit-exact.
+With strategy="ddp" every rank's state goes into the one checkpoint rank 0
+writes (gathered) and each rank takes its own back; the loader keyed is
+the one Lightning built, with its DistributedSampler's shard.
 Works with lightning.pytorch and pytorch_lightning alike: it imports
 neither, it is made a Callback of the package the Trainer comes from.
 """
+import os
 import warnings
 
 import torch
@@ -20,7 +24,7 @@ import torch
 import rngsnap
 import rngsnap.torch
 
-from ._keyed_loader import LoaderPosition, keyed_loader
+from ._keyed_loader import LoaderPosition, check_loader, keyed_loader
 
 POSITION_STATE = "rngsnap.lightning.loader"
 
@@ -34,6 +38,7 @@ class _Hooks:
         self.stream_name = stream
         self.position = LoaderPosition(POSITION_STATE)
         self._ready = False
+        self._unhook = self._group = None
 
     @property
     def state_key(self):
@@ -43,16 +48,12 @@ class _Hooks:
     def setup(self, trainer, pl_module, stage):
         if stage != "fit" or self._ready:
             return
-        if trainer.world_size > 1:
-            raise rngsnap.InvalidError(
-                "rngsnap.integrations.lightning: %d processes; this version "
-                "resumes a single-process fit exactly and does not yet "
-                "restore every rank of a %s job; run on one device, or keep "
-                "each rank's state with rngsnap.integrations.dcp.RngState"
-                % (trainer.world_size, type(trainer.strategy).__name__))
+        _check_strategy(trainer)
         resuming = trainer.ckpt_path is not None
         if self.ctx is None:
-            self.ctx = rngsnap.Context(resume=resuming)
+            self.ctx = _open_context(resuming, trainer.global_rank)
+        self.ctx.set_rank(trainer.global_rank, trainer.world_size)
+        self._group = _gather_group(trainer.world_size)
         if self._own_ctx:  # a context of yours: you track() it yourself
             rngsnap.torch.track(self.ctx)
         if not resuming:  # the job's seed (seed_everything, manual_seed)
@@ -70,40 +71,58 @@ class _Hooks:
         self._ready = True
 
     def _key_train_loader(self, trainer):
-        # FitLoop.setup_data asks this source for the train loader after
-        # the checkpoint is restored: the keyed loader starts at the
-        # restored position.
-        source = trainer.fit_loop._data_source
-        request = source.dataloader
+        # FitLoop.setup_data (after the checkpoint is restored) asks this
+        # source for train_dataloader(), then hands each loader to
+        # strategy.process_dataloader once Lightning has put its
+        # DistributedSampler in: the loader keyed is the one Lightning
+        # built, so each rank keeps its shard.
+        source, strategy = trainer.fit_loop._data_source, trainer.strategy
+        request, process = source.dataloader, strategy.process_dataloader
         stream = self.ctx.stream(*self.stream_name)
+        pending = []
 
-        def keyed():
-            loader = keyed_loader(request(), stream, self.position)
-            if self.position.rolled_over:
-                # Seen: such a resume differed from the next epoch's first
-                # step on; refused until understood (never silently).
-                raise rngsnap.OrderError(
-                    "rngsnap.integrations.lightning: this checkpoint was "
-                    "written at the end of epoch %d; resuming from an "
-                    "epoch's end is not exact yet with RngsnapCallback (a "
-                    "known defect); nothing trained: resume from a "
-                    "checkpoint inside an epoch (every_n_train_steps that "
-                    "does not divide the epoch)"
-                    % (self.position.epoch - 1))
-            # reseeded from the stream at each epoch: in no checkpoint
-            self.ctx.ignore_generator(loader.generator)
+        def train_dataloader():
+            loader = request()
+            check_loader(loader)  # one DataLoader, before Lightning's sampler
+            pending.append(loader)
             return loader
-        source.dataloader = keyed
+
+        def process_dataloader(loader):
+            loader = process(loader)
+            if not pending:  # a validation loader
+                return loader
+            pending.clear()
+            keyed = keyed_loader(loader, stream, self.position)
+            # reseeded from the stream at each epoch: in no checkpoint
+            self.ctx.ignore_generator(keyed.generator)
+            return keyed
+
+        source.dataloader = train_dataloader
+        strategy.process_dataloader = process_dataloader
+        self._unhook = lambda: (setattr(source, "dataloader", request),
+                                setattr(strategy, "process_dataloader",
+                                        process))
 
     # -- the position: the batches the loop took -------------------------
     def on_train_batch_start(self, trainer, pl_module, batch, batch_idx):
         self.position.taken += 1
 
+    def on_train_batch_end(self, trainer, pl_module, outputs, batch,
+                           batch_idx):
+        # Lightning's epoch may be shorter than the loader
+        # (limit_train_batches): a checkpoint written now (ModelCheckpoint
+        # runs after every other callback) resumes at the next epoch.
+        if self.position.taken >= trainer.num_training_batches:
+            self.position.end_epoch()
+
     # -- into and out of Lightning's checkpoint --------------------------
     def state_dict(self):
+        # Every rank runs this (dump_checkpoint); rank 0 writes the file:
+        # every rank's bytes, gathered (a collective over the ranks).
         if self.ctx is None:
             return {}
-        return self.ctx.state_dict()
+        return self.ctx.state_dict(gather=self.ctx.world_size > 1,
+                                   group=self._group)
 
     def on_load_checkpoint(self, trainer, pl_module, checkpoint):
         # Lightning calls load_state_dict only for a state it has.
@@ -120,9 +139,58 @@ class _Hooks:
         self.ctx.load_state_dict(state_dict)
 
     def teardown(self, trainer, pl_module, stage):
-        if stage == "fit" and self._own_ctx and self.ctx is not None:
+        if stage != "fit" or not self._ready:
+            return
+        if self._unhook is not None:
+            self._unhook()
+        self._ready = False
+        if self._own_ctx and self.ctx is not None:
             self.ctx.close()
-            self.ctx, self._ready = None, False
+            self.ctx = None
+
+
+def _open_context(resume, rank):
+    """A Context of the callback's own.  Lightning's launcher (ddp on
+    processes it starts) sets WORLD_SIZE but no RANK, which rngsnap refuses
+    as half a launcher's pair: the trainer's rank fills it in while the
+    context opens."""
+    if "WORLD_SIZE" not in os.environ or "RANK" in os.environ:
+        return rngsnap.Context(resume=resume)
+    os.environ["RANK"] = str(rank)
+    try:
+        return rngsnap.Context(resume=resume)
+    finally:
+        del os.environ["RANK"]
+
+
+def _check_strategy(trainer):
+    """One process, or strategy="ddp" (processes Lightning or torchrun
+    started: each runs the whole job, so every rank's callback runs every
+    hook); other ways of running several processes are not verified."""
+    strategy = trainer.strategy
+    method = getattr(strategy, "_start_method", None)
+    if trainer.world_size == 1 or (type(strategy).__name__ == "DDPStrategy"
+                                   and method == "popen"):
+        return
+    name = type(strategy).__name__ + (
+        "(start_method=%r)" % method if method else "")
+    raise rngsnap.InvalidError(
+        "rngsnap.integrations.lightning: %s on %d processes is not covered;"
+        " RngsnapCallback restores every rank of strategy=\"ddp\"; nothing "
+        "trained: use strategy=\"ddp\" (or one device)"
+        % (name, trainer.world_size))
+
+
+def _gather_group(world_size):
+    """The ranks' group for the gather: the default one on gloo; on
+    another backend (NCCL takes no CPU tensors) a gloo group of the same
+    ranks, as torch's DataLoader makes for its shared seed."""
+    if world_size == 1:
+        return None
+    import torch.distributed as dist
+    if dist.get_backend() == "gloo":
+        return None
+    return dist.new_group(backend="gloo")
 
 
 _classes = {}
