@@ -23,6 +23,7 @@
 
 #include "config.h"
 #include "context.h"
+#include "fork.h"
 #include "internal.h"
 #include "loader.h"
 #include "lock.h"
@@ -133,6 +134,8 @@ int rngsnap_get_rank(const rngsnap *ctx, int *rank, int *world_size)
 }
 
 /* ---- open / close ----------------------------------------------------- */
+
+static void free_context(struct rngsnap *ctx);
 
 /* "rngsnap_rocm" of ".../rngsnap_rocm.so": what `plugin =` would say. */
 static const char *near_name(const char *path)
@@ -286,6 +289,7 @@ int rngsnap_open(rngsnap **out, const char *ini_path, unsigned flags)
     if (!ctx)
         return rs_error(NULL, RNGSNAP_E_NOMEM, "out of memory");
     ctx->id = rs_new_ctx_id();
+    ctx->fork_gen = rs_fork_track(); /* this process's, fork.h */
     pthread_mutex_init(&ctx->lock, NULL);
     ctx->flags = flags;
     ctx->awaiting_load = (flags & RNGSNAP_RESUME) ? 1 : 0;
@@ -305,7 +309,7 @@ int rngsnap_open(rngsnap **out, const char *ini_path, unsigned flags)
     rs_config_free(&cfg);
     if (rc) {
         rs_set_open_error(rngsnap_errmsg(ctx));
-        rngsnap_close(ctx);
+        free_context(ctx); /* no close report: the job never had it */
         return rc;
     }
     ctx->usable = rs_check_usable(ctx) == RNGSNAP_OK;
@@ -319,6 +323,12 @@ void rngsnap_close(rngsnap *ctx)
 {
     if (!ctx)
         return;
+    rs_close_report(ctx); /* resumed.c: a RESUME context that never loaded */
+    free_context(ctx);
+}
+
+static void free_context(struct rngsnap *ctx)
+{
     rs_ledger_close(ctx);
     rs_registry_free(ctx);
     /* Streams are closed; now each backend context, then its plugin:

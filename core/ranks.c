@@ -24,6 +24,7 @@
 #include <xxhash.h>
 
 #include "context.h"
+#include "fork.h"
 #include "internal.h"
 #include "lock.h"
 #include "manifest.h"
@@ -517,6 +518,11 @@ static int run_job(rngsnap *ctx, const rngsnap_comm *comm, const char *dir,
 {
     if (!ctx)
         return RNGSNAP_E_INVALID;
+    if (rs_forked(ctx)) { /* this process alone, before the lock (fork.h) */
+        char what[RS_ERRMSG_MAX];
+        snprintf(what, sizeof what, "%s %s", op, dir ? dir : "");
+        return rs_fork_refuse(ctx, what, strcmp(op, "load_ranks") == 0);
+    }
     rs_ctx_lock(ctx);
     int rc = comm_usable(ctx, comm, op);
     if (!rc) {
@@ -792,8 +798,7 @@ static int load_ranks_locked(job *j, unsigned flags)
     } else {
         memcpy(ctx->forked_from, fork ? m->id : m->forked_from,
                sizeof ctx->forked_from);
-        atomic_store(&ctx->loaded, 1);
-        atomic_store(&ctx->awaiting_load, 0);
+        rs_mark_loaded(ctx); /* a fork onto another world size too */
     }
     rs_streams_unlock_all(ctx);
 out:
