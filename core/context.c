@@ -14,6 +14,10 @@
  * later loads compare.  A context never seeded nor loaded keeps its
  * entries at seed_all(0)'s positions for its current rank (seed.c,
  * rs_seed_default): open puts them there, set_rank moves them along.
+ *
+ * Close: a RNGSNAP_RESUME context that never loaded is reported first
+ * (resumed.c); a failed open frees what it built without that report.
+ * Open also notes the process's fork generation (fork.h).
  */
 #include <errno.h>
 #include <limits.h>

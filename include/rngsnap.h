@@ -370,7 +370,8 @@ RNGSNAP_API int rngsnap_reserve(rngsnap_stream *s, uint64_t n,
  * call order.  It never overlaps s's own draws (another subsequence), and
  * two keys share a Philox stream only if a 63-bit hash collides.  Refused
  * (RNGSNAP_E_ORDER) before the load of a context opened with
- * RNGSNAP_RESUME. */
+ * RNGSNAP_RESUME.  Allowed in a fork() child, where non-keyed draws are
+ * refused ("Processes", at the top): the fix for a forked worker. */
 RNGSNAP_API int rngsnap_derive(rngsnap_stream *s, uint64_t k0, uint64_t k1,
                                rngsnap_philox *at);
 /* Draw n values of dist starting at *at with s's backend (out in the
