@@ -1,5 +1,6 @@
-"""`python -m rngsnap` and the `rngsnap` console script of the wheel: the C
-command itself, exec'd, so its output and exit codes are the C command's.
+"""Layer api: `python -m rngsnap` and the `rngsnap` console script of the
+wheel, the C command itself, exec'd, so its output and exit codes are the C
+command's.
 
 The wheel carries it in rngsnap/_bin (python/meson.build); a module built in
 the build tree runs <build>/tools/rngsnap.  A `meson install` puts the

@@ -5,7 +5,7 @@
  * The package's Context.save_ranks/load_ranks hand in a comm object with
  * allgather(data: bytes) -> bytes (size * len(data), rank order) and
  * broadcast(data: bytes, root: int) -> bytes (root's data), built on
- * torch.distributed (rngsnap/__init__.py).  The C call runs without the
+ * torch.distributed (rngsnap/_context/comm.py).  The C call runs without the
  * GIL; each collective takes it back.  An exception in a collective
  * makes it return nonzero (the C call then fails on every rank) and is
  * re-raised as the Error's __cause__.

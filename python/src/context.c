@@ -326,7 +326,7 @@ static PyObject *ctx_register_state(rsp_context *self, PyObject *args,
     int rc;
     /* rs_register_state: python/rngsnap's ctx.register_state refuses a
      * late registration in Python words; a save's tag= registers after a
-     * load on purpose (_tag.py). */
+     * load on purpose (_context/tag.py). */
     RSP_WITHOUT_GIL(self, rc = rs_register_state(ctx, name,
                                                       &rsp_state_ops, a));
     if (rc) {

@@ -1,8 +1,8 @@
 /*
  * scan.c - _rngsnap._find_instances(objects, types, held_types): the
  * generators among `objects` (gc.get_objects()) and among what they
- * refer to.  The untracked generator report (rngsnap/_untracked.py) runs
- * it at a save, so it is one C pass that builds no list of referents:
+ * refer to.  The untracked generator report (rngsnap/_context/untracked.py)
+ * runs it at a save, so it is one C pass that builds no list of referents:
  *
  * - an object of `objects` whose exact type is in `types` (the generator
  *   types the cycle collector tracks: NumPy's, random.Random) is returned

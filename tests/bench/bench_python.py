@@ -308,12 +308,12 @@ def untracked_scan(n_objects, work=None):
     ctx.untracked = "error"
     row('ctx.save, untracked="error"', save, note="  (every save scans)")
     ctx.untracked = "warn"
-    rngsnap._untracked._schedule.last_end = None  # as in a new process
+    rngsnap._context.untracked._schedule.last_end = None  # as in a new process
     row('ctx.save, untracked="warn", first save', save, n=1,
         note="  (scans)")
     row('ctx.save, untracked="warn", next saves', save,
         note="  (no scan until %dx the scan's time has passed)"
-        % rngsnap._untracked.RESCAN_FACTOR)
+        % rngsnap._context.untracked.RESCAN_FACTOR)
     row('ctx.save_bytes(), untracked="warn", next', ctx.save_bytes)
 
     def torch_save():

@@ -1,6 +1,7 @@
 """Collectives for Context._save_ranks/_load_ranks in one process (what
-rngsnap's _TorchComm provides over torch.distributed): a world of one, one
-whose link is down, and a world of threads."""
+rngsnap's TorchComm, rngsnap/_context/comm.py, provides over
+torch.distributed): a world of one, one whose link is down, and a world of
+threads."""
 import threading
 
 

@@ -218,7 +218,8 @@ _TWO_SAVES = _INSIDE + textwrap.dedent("""
         return b"x"
     ctx.register_state("app", save=save, load=lambda b: None)
     # B calls the C save itself: ctx.save is a Python function (the save
-    # hooks, _hooks.py), so its C call would not be made from b's frame.
+    # hooks, _context/hooks.py), so its C call would not be made from b's
+    # frame.
     save_c = rngsnap._rngsnap.Context.save
     def b():
         watch_calls(b.__code__)

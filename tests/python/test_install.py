@@ -43,6 +43,20 @@ def _draw_elsewhere(site, cwd):
     return r.stdout.splitlines()
 
 
+def _py_files(root):
+    return sorted(os.path.relpath(os.path.join(d, f), root)
+                  for d, _, files in os.walk(root) for f in files
+                  if f.endswith(".py"))
+
+
+def _holds_every_module(pkg):
+    """The installed package holds every .py file of python/rngsnap at its
+    own path: the subpackages of each layer (tests/python/test_layers.py)
+    are installed too."""
+    assert _py_files(str(pkg)) == _py_files(
+        os.path.join(SRC, "python", "rngsnap"))
+
+
 def _words_here():
     c = rngsnap.Context()
     c.seed_all(77)
@@ -63,6 +77,7 @@ def test_meson_install_prefix(tmp_path):
     inits = list(prefix.glob("**/rngsnap/__init__.py"))
     assert len(inits) == 1, inits
     site = inits[0].parent.parent
+    _holds_every_module(inits[0].parent)
     where, config, words = _draw_elsewhere(site, tmp_path)
     assert config == '["%s", "installed default"]' % (
         prefix / "etc" / "rngsnap" / "rng.ini")
@@ -89,6 +104,7 @@ def test_pip_install_target(tmp_path):
     assert (target / "bin" / "rngsnap").read_bytes().startswith(b"#!")
     assert (target / "rngsnap" / "plugins" / "rngsnap_cpu.so").exists()
     assert os.access(target / "rngsnap" / "_bin" / "rngsnap", os.X_OK)
+    _holds_every_module(target / "rngsnap")
     env = {k: v for k, v in os.environ.items()
            if not k.startswith("RNGSNAP_")}
     env["PYTHONPATH"] = str(target)

@@ -221,7 +221,7 @@ def test_track_hint_found_past_the_first_extra_state(tmp_path):
 
 def test_no_track_hint_when_tracked_or_unrelated(tmp_path):
     torch_mod = pytest.importorskip("rngsnap.torch")
-    # tracked, but the saving job had one more device: torch.py's own hint
+    # tracked, but the saving job had one more device: rngsnap.torch's own hint
     p, _ = _tracked_checkpoint(tmp_path, after=["torch.cuda:7"])
     with rngsnap.Context() as c:
         torch_mod.track(c, resume=False)

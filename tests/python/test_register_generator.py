@@ -18,8 +18,8 @@ import pytest
 import torch
 
 import rngsnap
-from rngsnap import _generators
-from rngsnap import _genstate as gs
+from rngsnap._context import generators as _generators
+from rngsnap._core import genstate as gs
 
 
 @pytest.fixture

@@ -13,7 +13,7 @@ import pytest
 torch = pytest.importorskip("torch")
 import rngsnap  # noqa: E402
 import rngsnap.torch as rt  # noqa: E402
-from rngsnap._sampler import LOADER_KEY, ORDER_KEY  # noqa: E402
+from rngsnap.torch import LOADER_KEY, ORDER_KEY  # noqa: E402
 
 
 class Squares(torch.utils.data.Dataset):
@@ -286,7 +286,8 @@ def test_another_job_shape_is_refused_naming_what_differs(tmp_path, kw,
 
 def test_refusal_without_track_is_raised_as_itself(tmp_path):
     """Every load method of the context raises a refusal of rngsnap's own
-    callables as itself (python/rngsnap/_hooks.py), track() or not."""
+    callables as itself (python/rngsnap/_context/hooks.py), track() or
+    not."""
     path = str(tmp_path / "ck.rngsnap")
     with rngsnap.Context() as c:
         c.seed_all(4)

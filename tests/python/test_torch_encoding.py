@@ -9,8 +9,8 @@ import pytest
 import torch
 
 import rngsnap
-from rngsnap import _encoding as enc
-from rngsnap import _fingerprint as fp
+from rngsnap._core import encoding as enc
+from rngsnap._core import fingerprint as fp
 
 
 def _np_state():

@@ -14,7 +14,8 @@ import torch
 
 import rngsnap
 import rngsnap.torch
-from rngsnap import _encoding as enc
+from rngsnap._core import encoding as enc
+from rngsnap._core import fingerprint as fp
 
 PRELUDE = """
 import random, sys
@@ -161,7 +162,7 @@ def _forged(tmp_path, name, data):
         t = rngsnap.torch.track(ctx)
     with rngsnap.Context() as ctx:
         ctx.register_state("rngsnap.fingerprint",
-                           save=lambda: rngsnap.torch._fp.encode(t.fingerprint),
+                           save=lambda: fp.encode(t.fingerprint),
                            load=lambda b: None)
         for g in t.generators:
             raw = data if g.name == name else g.read()

@@ -18,7 +18,9 @@ import pytest
 import torch
 
 import rngsnap
-from rngsnap import _hooks, _untracked
+from rngsnap._context import hooks as _hooks
+from rngsnap._context import untracked as _untracked
+from rngsnap._context import comm as _comm
 from conftest import run_py
 
 TAIL = ("register each with ctx.register_generator(name, gen), or mark it "
@@ -302,7 +304,7 @@ def test_bytes_and_state_dict_report_too():
         for call in ("save_bytes", "state_dict"):
             ctx = rngsnap.Context()
             ctx.seed_all(1)
-            rngsnap._untracked._schedule.last_end = None  # a first save
+            rngsnap._context.untracked._schedule.last_end = None  # a first save
             with warnings.catch_warnings(record=True) as seen:
                 warnings.simplefilter("always")
                 getattr(ctx, call)()
@@ -353,7 +355,7 @@ def test_collective_save_refusal(tmp_path, monkeypatch, method):
     def ranks_flagged(flag, group):
         asked.append((flag, group))
         return [1]  # another rank found one
-    monkeypatch.setattr(rngsnap._generators, "ranks_flagged", ranks_flagged)
+    monkeypatch.setattr(_comm, "ranks_flagged", ranks_flagged)
     with rngsnap.Context(untracked="error") as c:
         c.seed_all(1)
         monkeypatch.setattr(_untracked, "scan", lambda *tracked: [])

@@ -18,7 +18,7 @@ warnings.simplefilter("always")
 ctx = rngsnap.Context()
 if sys.argv[1] == "track":
     rngsnap.torch.track(ctx)
-rngsnap._untracked.RESCAN_FACTOR = 0  # every save scans
+rngsnap._context.untracked.RESCAN_FACTOR = 0  # every save scans
 torch.manual_seed(1); np.random.seed(1); random.seed(1)  # a set_seed
 torch.nn.Linear(4, 4)  # set-up draws, before the first checkpoint
 with warnings.catch_warnings(record=True) as w:

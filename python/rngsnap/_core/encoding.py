@@ -1,5 +1,6 @@
-"""Pickle-free, versioned byte encodings of the generator states that
-rngsnap.torch saves as app states (docs/python.md, "Encodings").
+"""Layer core: the pickle-free, versioned byte encodings of the generator
+states that rngsnap.torch saves as app states, and the header that every
+encoding of rngsnap starts with (docs/python.md, "Encodings").
 
 Every encoding starts with a 4-byte magic and a version byte, so a reader
 refuses a state it does not know instead of guessing.  All integers are
@@ -11,7 +12,7 @@ take (a newer version, a generator of another size).
 
 import struct
 
-from . import CorruptError, InvalidError, MismatchError, OrderError
+from .errors import CorruptError, MismatchError, error
 
 # Header: magic (4 bytes), version (u8), three reserved bytes (zero).
 _HEAD = struct.Struct("<4sB3s")
@@ -22,37 +23,6 @@ HEAD_SIZE = _HEAD.size
 def head(magic, version=1):
     """The 8-byte header of an encoding."""
     return _HEAD.pack(magic, version, _ZERO3)
-
-
-# The C codes of the classes raised here (rngsnap.h), for .code/.name
-# as the extension sets them on the errors it raises.
-_CODES = {CorruptError: (6, "RNGSNAP_E_CORRUPT"),
-          MismatchError: (7, "RNGSNAP_E_MISMATCH"),
-          OrderError: (8, "RNGSNAP_E_ORDER"),
-          InvalidError: (9, "RNGSNAP_E_INVALID")}
-
-
-def error(cls, message):
-    """An rngsnap error of class cls with message, .code and .name, marked
-    as raised by rngsnap's Python layer (rngsnap.torch re-raises it from a
-    failed load instead of the core's BackendError)."""
-    e = cls(message)
-    # A subclass of ours (UntrackedGeneratorError) takes its base's code.
-    e.code, e.name = next(v for k, v in _CODES.items() if issubclass(cls, k))
-    e.rngsnap_python = True
-    return e
-
-
-def raised_by_python(e):
-    """The error to raise for e, an rngsnap.Error of the core whose cause
-    is an error of ours raised in a callable (a malformed state, a kind
-    mismatch): the cause's class, its text first, then the core's in
-    parentheses, less its copy of the cause's text; else None."""
-    c = e.__cause__
-    if not getattr(c, "rngsnap_python", False):
-        return None
-    core = str(e).split("; the callable raised ")[0]
-    return error(type(c), "%s\n(%s)" % (c, core))
 
 
 def check_head(name, data, magic, versions):
@@ -125,7 +95,8 @@ def encode_numpy(state):
     kind, key, pos, has_gauss, gauss = state
     if kind != "MT19937" or len(key) != 624:
         raise error(MismatchError, "numpy.global: generator %r with %d key "
-                    "words, rngsnap encodes MT19937 with 624" % (kind, len(key)))
+                    "words, rngsnap encodes MT19937 with 624"
+                    % (kind, len(key)))
     return head(NUMPY_MAGIC) + _NP_BODY.pack(
         *[int(k) for k in key], int(pos), int(has_gauss), float(gauss))
 
@@ -159,7 +130,7 @@ PY_BODY_SIZE = _PY_BODY.size
 
 def python_body(state, name="python.random"):
     """The body of a random.getstate() tuple (also the payload of a
-    registered random.Random, rngsnap/_genstate.py)."""
+    registered random.Random, genstate.py)."""
     version, words, gauss_next = state
     if version != 3 or len(words) != 625:
         raise error(MismatchError, "%s: state version %r with %d words, "

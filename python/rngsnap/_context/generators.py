@@ -1,11 +1,12 @@
-"""Generators a job owns, as app states: ctx.register_generator(name, gen)
-(docs/python.md, "register_generator").
+"""Layer context: generators a job owns, as app states:
+ctx.register_generator(name, gen) (docs/python.md, "register_generator").
 
-An Adapter reads a live generator as its encoded state (_genstate.py) and
+An Adapter reads a live generator as its encoded state (genstate.py) and
 sets it from one; a Registry keeps a context's registrations and the
 state of each at registration, for the order check of a resumed context
-(a generator drawn between register_generator() and the load refuses the
-load, as rngsnap.torch.track() does for the global generators).
+(order.py: a generator drawn between register_generator() and the load
+refuses the load, as rngsnap.torch.track() does for the global
+generators).
 Nothing here imports torch or NumPy: a generator of theirs exists only
 once they are imported.
 """
@@ -13,11 +14,11 @@ once they are imported.
 import sys
 import weakref
 
-from . import OrderError
-from . import _encoding as _enc
-from . import _genstate as _gs
-from . import _ledger_digest as _ld
-from . import _reseed
+from . import reseed
+from .order import awaiting_load
+from .._core import genstate as _gs
+from .._core import ledger_digest as _ld
+from .._core.tensor_bytes import bytes_tensor, tensor_bytes
 
 SUPPORTED = ("torch.Generator (any device); numpy.random.Generator or its "
              "bit generator (%s); numpy.random.RandomState; random.Random "
@@ -42,8 +43,7 @@ class _Torch(Adapter):
         self.objects = (gen,)
 
     def _raw(self):
-        from .torch import _tensor_bytes
-        return _tensor_bytes(self.gen.get_state())
+        return tensor_bytes(self.gen.get_state())
 
     def read(self, name):
         return _gs.encode_torch(name, self.device, self._raw())
@@ -52,9 +52,8 @@ class _Torch(Adapter):
         return _ld.torch_raw(self.gen.get_state)
 
     def write(self, name, data):
-        from .torch import _bytes_tensor
         raw = _gs.decode_torch(name, data, self.device, self._raw())
-        self.gen.set_state(_bytes_tensor(raw))
+        self.gen.set_state(bytes_tensor(raw))
 
 
 class _BitGenerator(Adapter):
@@ -141,110 +140,6 @@ def adapter_for(gen, call="register_generator"):
     raise _unsupported(call, gen)
 
 
-# ---- the order check of a resumed context --------------------------------
-
-def awaiting_load(ctx):
-    """Is ctx opened with resume=True and still without a load?  Asked of
-    the core's own resume gate: a draw of 0 values, refused with
-    OrderError then, draws nothing (and takes no lock) otherwise."""
-    for s in ctx.streams():
-        try:
-            s.generate("u32", 0)
-        except OrderError:
-            return True
-        return False
-    return False
-
-
-TRACKED = "rngsnap.torch.track()"
-REGISTERED = "ctx.register_generator()"
-
-# What to do, per call that recorded the generators that moved.  Building
-# the model draws from torch.cpu (torch.nn layers' initial weights) as
-# surely as a DataLoader does, and is the draw a job makes first.
-_ADVICE = {
-    TRACKED: "building the model draws from torch.cpu too (torch.nn layers "
-             "take their initial weights from it), as do creating a "
-             "DataLoader iterator and fetching a batch: call "
-             "rngsnap.torch.track(ctx) after the model is built, right "
-             "before the load",
-    REGISTERED: "a DataLoader iterator created or a batch fetched draws "
-                "from its generator: call ctx.register_generator() right "
-                "before the load",
-}
-
-_ADVICE_UNTORCHED = ("creating a DataLoader iterator or fetching a batch "
-                     "draws from them: call rngsnap.torch.track(ctx) right "
-                     "before the load")
-
-
-def _plural(names, one, many):
-    return one if len(names) == 1 else many
-
-
-def order_error(groups, where=""):
-    """The OrderError of a load refused because generators changed since
-    the call that recorded them: groups is [(names, since)], each group
-    non-empty, every generator that moved named."""
-    changed = ["generator%s %s changed between %s and load()" % (
-        _plural(names, "", "s"), ", ".join(names), since)
-        for names, since in groups]
-    every = [n for names, _ in groups for n in names]
-    advice = [_ADVICE[since] for names, since in groups if since in _ADVICE
-              and (since != TRACKED or any(n.startswith("torch.")
-                                           for n in names))]
-    advice += [_ADVICE_UNTORCHED for names, since in groups
-               if since == TRACKED and not any(n.startswith("torch.")
-                                               for n in names)]
-    return _enc.error(OrderError, (
-        "load refused, nothing restored%s: %s (something drew from %s "
-        "before the restore). %s; load first, then draw") % (
-            where, "; ".join(changed), _plural(every, "it", "them"),
-            "; ".join(advice)[:1].upper() + "; ".join(advice)[1:]))
-
-
-def ranks_flagged(flag, group):
-    """save_ranks and load_ranks are collective: every rank must refuse
-    together, or the others would wait in the call for ever.  Every rank
-    calls this (one all_reduce over group) and gets the ranks whose flag
-    is set (generators that moved, untracked generators found)."""
-    import torch
-    import torch.distributed as dist
-    if not (dist.is_available() and dist.is_initialized()):
-        return [0] if flag else []
-    flags = torch.zeros(dist.get_world_size(group), dtype=torch.int32)
-    flags[dist.get_rank(group)] = int(flag)
-    dist.all_reduce(flags, group=group)
-    return [r for r in range(len(flags)) if flags[r]]
-
-
-def check_order(groups, method, args, kw):
-    """Refuse a load (OrderError) when generators changed since the call
-    that recorded them; groups is [(names, since, what)], what naming them
-    for load_ranks, which decides on every rank together (its group:
-    args[1] or group=), naming the ranks where they drew."""
-    drawn = [(names, since) for names, since, _ in groups if names]
-    if method == "load_ranks":
-        # One all_reduce per group, on every rank alike (each rank has the
-        # same groups), so that the others can be named group by group.
-        group = kw.get("group", args[1] if len(args) > 1 else None)
-        elsewhere = []
-        for names, since, what in groups:
-            ranks = ranks_flagged(bool(names), group)
-            if ranks:
-                elsewhere.append("rank%s %s drew from %s between %s and "
-                                 "load_ranks()" % (
-                                     "s" if len(ranks) > 1 else "",
-                                     ", ".join(map(str, ranks)), what,
-                                     since))
-        if elsewhere and not drawn:
-            raise _enc.error(OrderError, (
-                "load_ranks refused on every rank, nothing restored: %s")
-                % "; ".join(elsewhere))
-    if drawn:
-        raise order_error(drawn)
-
-
 class _Registration:
     def __init__(self, adapter, at_register):
         self.adapter = adapter
@@ -271,9 +166,9 @@ class Registry:
                            ledger=ledger)
         self._regs[name] = _Registration(adapter, snap)
         restored = getattr(ctx, "_restored", None)
-        if restored is not None:  # re-seeding after the load (_reseed.py)
+        if restored is not None:  # re-seeding after the load (reseed.py)
             restored.add(name, lambda: adapter.read(name),
-                         _reseed.probe_for(adapter.objects[0]),
+                         reseed.probe_for(adapter.objects[0]),
                          adapter.objects)
 
     def forget(self, name):

@@ -1,4 +1,4 @@
-"""What the divergence ledger digests of each generator, fast
+"""Layer core: what the divergence ledger digests of each generator, fast
 (docs/python.md, "The divergence ledger").
 
 A ledger step digests every app state.  The saved encodings (the save

@@ -1,4 +1,4 @@
-"""The untracked-generator report (docs/python.md, "Untracked
+"""Layer context: the untracked-generator report (docs/python.md, "Untracked
 generators"): at a save, the generators that live in the process but are
 in no checkpoint, by type and where they live.
 
@@ -26,26 +26,18 @@ import types as _types
 import warnings
 import weakref
 
-from . import InvalidError
-from . import _encoding as _enc
-from . import _rngsnap
-from . import _globals
-from ._generators import adapter_for
+from . import process_wide
+from .generators import adapter_for
+from .. import _rngsnap
+from .._core.errors import (UntrackedGeneratorError,
+                            UntrackedGeneratorWarning, error)
+from .._core.stack import ours, stacklevel
 
 MODES = ("warn", "error", "ignore")
 # "warn": a later save scans again once RESCAN_FACTOR times the last
 # scan's duration has passed since it ended (at most ~1% of the time).
 RESCAN_FACTOR = 100
 _clock = time.monotonic  # tests replace it
-
-
-class UntrackedGeneratorWarning(UserWarning):
-    """A save found generators that are in no checkpoint."""
-
-
-class UntrackedGeneratorError(InvalidError):
-    """A save refused (Context(untracked="error")): generators that are
-    in no checkpoint live in the process."""
 
 
 def check_mode(mode):
@@ -87,7 +79,7 @@ def target_types():
 
 def library_generators():
     """The generators libraries keep for themselves, as {id: object}
-    (torch's, NumPy's and random's global ones: _globals.py)."""
+    (torch's, NumPy's and random's global ones: process_wide.py)."""
     objs = _sympy_generators()
     return {id(o): o for o in objs if o is not None}
 
@@ -136,18 +128,13 @@ def _label(obj):
 
 # ---- the scan ------------------------------------------------------------
 
-def _ours(frame):
-    name = frame.f_globals.get("__name__", "")
-    return name == "rngsnap" or name.startswith("rngsnap.")
-
-
 def _frame_pairs(targets):
     """(found, frame) for the locals of the running call stack (their
     frames are not in gc.get_objects())."""
     out = []
     f = sys._getframe(1)
     while f is not None:
-        if not _ours(f):
+        if not ours(f):
             out += [(v, f) for v in f.f_locals.values() if type(v) in targets]
         f = f.f_back
     return out
@@ -192,7 +179,7 @@ def scan(tracked, globals_held=False):
     del objects
     pairs += _frame_pairs(set(in_gc + held))
     skip = (set(tracked) | set(library_generators())
-            | _globals.undrawn_ids(globals_held))
+            | process_wide.undrawn_ids(globals_held))
     for obj, _ in pairs:
         if type(obj) in libs:
             skip |= {id(obj), id(getattr(obj, "_rng", None))}
@@ -336,7 +323,7 @@ def _referrers(objs, holders):
         f = f.f_back
     for r in gc.get_referrers(*objs):
         if (r is objs or id(r) in snapshots or type(r) is Found
-                or (isinstance(r, _types.FrameType) and _ours(r))):
+                or (isinstance(r, _types.FrameType) and ours(r))):
             continue
         for x in gc.get_referents(r):
             if id(x) in targets:
@@ -371,10 +358,10 @@ def report_text(found):
     lines = ["%s at %s" % (f.label, ", ".join(f.places[:3]) or
                           "(no place found)") for f in found]
     n = len(found)
-    wide = _globals.ids()
+    wide = process_wide.ids()
     if any(id(f.obj) in wide for f in found):
         lines.append("(drawn from since the last save, in no checkpoint: " +
-                     _globals.FIX + ")")
+                     process_wide.FIX + ")")
     return ("%d generator%s live%s in this process but %s in no checkpoint, "
             "so a resumed run would not restore %s:\n  %s\n"
             "register each with ctx.register_generator(name, gen), or mark "
@@ -383,15 +370,6 @@ def report_text(found):
                 n, "" if n == 1 else "s", "s" if n == 1 else "",
                 "is" if n == 1 else "are", "it" if n == 1 else "them",
                 "\n  ".join(lines))
-
-
-def _stacklevel():
-    """warnings.warn's stacklevel that points at the caller of rngsnap."""
-    level, f = 1, sys._getframe(1)
-    while f is not None and _ours(f):
-        level += 1
-        f = f.f_back
-    return level
 
 
 # Every open context: what any of them registers or ignores is tracked
@@ -462,11 +440,11 @@ class Watch:
         if self.mode == "error":
             ranks = collective(bool(found)) if collective else []
             if found:
-                raise _enc.error(UntrackedGeneratorError, (
+                raise error(UntrackedGeneratorError, (
                     "save refused, nothing written (untracked=\"error\"): "
                     + report_text(found)))
             if ranks:
-                raise _enc.error(UntrackedGeneratorError, (
+                raise error(UntrackedGeneratorError, (
                     "%s refused on every rank, nothing written "
                     "(untracked=\"error\"): rank%s %s found generators in "
                     "no checkpoint") % (method, "s" if len(ranks) > 1 else "",
@@ -474,4 +452,4 @@ class Watch:
         elif found:
             warnings.warn("rngsnap: " + report_text(found),
                           UntrackedGeneratorWarning,
-                          stacklevel=_stacklevel())
+                          stacklevel=stacklevel())

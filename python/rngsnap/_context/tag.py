@@ -1,13 +1,15 @@
-"""ctx.save(path, tag=) / ctx.load(path, tag=): tie an rngsnap file to the
-job's other file (docs/python.md, "Two files: tie them with a tag").
+"""Layer context: ctx.save(path, tag=) / ctx.load(path, tag=), tie an
+rngsnap file to the job's other file (docs/python.md, "Two files: tie them
+with a tag").
 
 The tag is the app state TAG_STATE, registered for that one save or load
 only ("RSTA" v1: header, u8 kind (0 int, 1 str), the value's UTF-8 text),
 so no format change.  A load with a tag checks it in the state's load
 callable: a mismatch fails the C load, which rolls everything back.
 """
-from . import Error, MismatchError, _rngsnap
-from . import _encoding as _enc
+from .. import _rngsnap
+from .._core import encoding as _enc
+from .._core.errors import CorruptError, Error, MismatchError, error
 
 TAG_STATE = "rngsnap.tag"
 _MAGIC = b"RSTA"
@@ -30,7 +32,7 @@ def decode(data):
     _enc.check_head(TAG_STATE, data, _MAGIC, (1,))
     body = data[_enc.HEAD_SIZE:]
     if not body or body[0] not in (0, 1):
-        raise _enc.error(_enc.CorruptError, "%s: malformed tag" % TAG_STATE)
+        raise error(CorruptError, "%s: malformed tag" % TAG_STATE)
     text = body[1:].decode()
     return text if body[0] else int(text)
 
@@ -105,7 +107,7 @@ def load(ctx, load, path, tag):
             if not _has_tag(e):
                 raise
             saved = _saved_tag(ctx, load, path)
-            raise _enc.error(MismatchError, (
+            raise error(MismatchError, (
                 "%s: the checkpoint was saved with tag=%s to pair it with "
                 "the job's other file; pass that file's tag, "
                 "ctx.load(path, tag=...), so that a pair written at two "
@@ -116,7 +118,7 @@ def load(ctx, load, path, tag):
             return load(path)
         except Error as e:
             if isinstance(e.__cause__, _Differs):
-                raise _enc.error(MismatchError, (
+                raise error(MismatchError, (
                     "%s: the checkpoint was saved with tag=%r, not %r: it "
                     "and the job's other file were written at different "
                     "steps (the job stopped between its two writes?); "
@@ -126,7 +128,7 @@ def load(ctx, load, path, tag):
                     "one write, one commit (%s)")
                     % (call, e.__cause__.saved, tag, _WHAT)) from None
             if _lacks_tag(e):
-                raise _enc.error(MismatchError, (
+                raise error(MismatchError, (
                     "%s: the checkpoint has no tag (saved by ctx.save() "
                     "without tag=), so nothing ties it to tag=%r; nothing "
                     "restored. Save it with ctx.save(path, replace=True, "

@@ -1,5 +1,6 @@
-"""Mid-epoch resume with a standard DataLoader (docs/python.md, "Mid-epoch
-resume with a standard DataLoader").
+"""Layer torch: ResumableSampler and DistributedResumableSampler, mid-epoch
+resume with a standard DataLoader (docs/python.md, "Mid-epoch resume with
+a standard DataLoader").
 
 ResumableSampler is a batch sampler.  Each epoch's order is keyed by the
 epoch (stream.derive(epoch, ORDER_KEY)); each sample is a SampleKey(epoch,
@@ -15,45 +16,17 @@ counts the batches the loop took from sampler.batches(loader), not those
 the loader fetched ahead of it.
 """
 
-import collections
 import operator
-import random as _random
 import struct
 import weakref
 
-import numpy as _np
-import torch as _torch
+import numpy as np
+import torch
 
-from . import CorruptError, MismatchError, OrderError
-from . import _encoding as _enc
-from . import _reseed
-
-__all__ = ["ResumableSampler", "DistributedResumableSampler", "KeyedDataset",
-           "SampleKey", "ORDER_KEY", "LOADER_KEY"]
-
-# Keys of the sampler's stream besides (epoch, index): the epoch's order
-# and the seed of the loader's generator.  Apart from sample indices and
-# from worker_init_fn's (epoch, 2**63 + worker id).
-ORDER_KEY = (1 << 64) - 1
-LOADER_KEY = (1 << 64) - 2
-
-SampleKey = collections.namedtuple("SampleKey", "epoch index words")
-SampleKey.__doc__ = ("What a ResumableSampler yields per sample: epoch, "
-                     "dataset index, and words (40 bytes: the first 10 u32 "
-                     "of stream.derive(epoch, index)) to seed from.")
-
-
-def seed_words(words, manual_seed):
-    """Seed torch (through manual_seed(seed)), NumPy's global generator and
-    Python's random from 10 u32 words; returns the 64-bit torch seed."""
-    w = [int(x) for x in words]
-    torch_seed = w[0] | (w[1] << 32)
-    with _reseed.keyed():  # keyed seeding is no re-seed (_reseed.py)
-        manual_seed(torch_seed)
-        _np.random.seed(_np.array(w[2:6], dtype=_np.uint32))
-        _random.seed(w[6] | (w[7] << 32) | (w[8] << 64) | (w[9] << 96))
-    return torch_seed
-
+from ._keyed import LOADER_KEY, ORDER_KEY, SampleKey
+from .._context.comm import TorchComm
+from .._core import encoding as _enc
+from .._core.errors import CorruptError, MismatchError, OrderError, error
 
 # ---- the saved position ------------------------------------------------
 # "RSSM" v1: header, then u64 dataset length, u64 batch size, u64 epochs,
@@ -74,7 +47,7 @@ def _batches(length, batch_size, drop_last, world_size):
     return shard // batch_size if drop_last else -(-shard // batch_size)
 
 
-class ResumableSampler(_torch.utils.data.Sampler):
+class ResumableSampler(torch.utils.data.Sampler):
     """A batch sampler replacing shuffle=True, resumable at any batch:
 
         sampler = ResumableSampler(ctx, stream, len(data), batch_size, epochs)
@@ -111,7 +84,7 @@ class ResumableSampler(_torch.utils.data.Sampler):
         if loaded_by:
             # Its position is an app state: a load before it restored none,
             # and the sampler would start the job over at epoch 0.
-            raise _enc.error(OrderError, (
+            raise error(OrderError, (
                 "%s: %s built after %s; it registers its position with "
                 "the context when it is built, so that load restored none "
                 "and the resumed job would start again at epoch 0, batch "
@@ -171,7 +144,7 @@ class ResumableSampler(_torch.utils.data.Sampler):
         if base.generator is None:
             # Else iter(loader) draws its workers' base seed from torch's
             # default generator, which the checkpoint holds.
-            self._generator = base.generator = _torch.Generator()
+            self._generator = base.generator = torch.Generator()
             # Seeded from the stream at each epoch, so in no checkpoint:
             # not one for the untracked-generator report.
             ignore = getattr(self._ctx(), "ignore_generator", None)
@@ -219,10 +192,10 @@ class ResumableSampler(_torch.utils.data.Sampler):
     def _shuffled(self, epoch):
         """The epoch's order of the whole dataset."""
         if not self.shuffle:
-            return _np.arange(self.length)
+            return np.arange(self.length)
         keys = self.stream.derive(epoch, ORDER_KEY).generate("u64",
                                                              self.length)
-        return _np.argsort(keys, kind="stable")
+        return np.argsort(keys, kind="stable")
 
     def _order(self, epoch):
         """This rank's indices of the epoch, in order."""
@@ -231,13 +204,13 @@ class ResumableSampler(_torch.utils.data.Sampler):
             total = -(-self.length // self.world_size) * self.world_size
             pad = total - self.length
             if pad:  # DistributedSampler's padding: the order, repeated
-                order = _np.concatenate(
-                    [order, _np.resize(order, pad)])
+                order = np.concatenate(
+                    [order, np.resize(order, pad)])
             self._order_of = (epoch, order[self.rank:total:self.world_size])
         return self._order_of[1]
 
     def _keys(self, epoch, order, start):
-        words = _np.empty(10, dtype=_np.uint32)
+        words = np.empty(10, dtype=np.uint32)
         for b in range(start, self.batches_per_epoch):
             batch = []
             for i in order[b * self.batch_size:(b + 1) * self.batch_size]:
@@ -260,23 +233,23 @@ class ResumableSampler(_torch.utils.data.Sampler):
         data = _enc.check_head(self.name, data, SAMPLER_MAGIC, (1,))
         want = _enc.HEAD_SIZE + _BODY.size
         if len(data) != want:
-            raise _enc.error(CorruptError, "%s: state is %d bytes, version 1 "
-                             "is %d" % (self.name, len(data), want))
+            raise error(CorruptError, "%s: state is %d bytes, version 1 "
+                        "is %d" % (self.name, len(data), want))
         v = _BODY.unpack_from(data, _enc.HEAD_SIZE)
         saved = list(v[:5]) + list(v[6:8])
         epoch, taken = v[8], v[9]
         length, bs, epochs, shuffle, drop, rank, world = saved
         if (0 in (length, bs, epochs, world) or shuffle > 1 or drop > 1
                 or v[5] != b"\0\0" or rank >= world):
-            raise _enc.error(CorruptError, "%s: malformed sampler state "
-                             "(dataset length %d, batch size %d, epochs %d, "
-                             "shuffle %d, drop_last %d, rank %d of %d)" % (
+            raise error(CorruptError, "%s: malformed sampler state "
+                        "(dataset length %d, batch size %d, epochs %d, "
+                        "shuffle %d, drop_last %d, rank %d of %d)" % (
                                  self.name, length, bs, epochs, shuffle,
                                  drop, rank, world))
         per_epoch = _batches(length, bs, drop, world)
         if epoch > epochs or taken > per_epoch or (epoch == epochs and taken):
-            raise _enc.error(CorruptError, "%s: position epoch %d batch %d "
-                             "is out of range (%d epochs of %d batches)" % (
+            raise error(CorruptError, "%s: position epoch %d batch %d "
+                        "is out of range (%d epochs of %d batches)" % (
                                  self.name, epoch, taken, epochs, per_epoch))
         diffs = ["  %s: checkpoint %s, this job %s" % (
             (label, a, b) if label not in ("shuffle", "drop_last")
@@ -284,7 +257,7 @@ class ResumableSampler(_torch.utils.data.Sampler):
             for (_, label), a, b in zip(_FIELDS, saved, self._config())
             if a != b]
         if diffs:
-            raise _enc.error(MismatchError, "\n".join(
+            raise error(MismatchError, "\n".join(
                 ["%s: this sampler differs from the checkpoint's, so the "
                  "resumed job would see other batches; nothing restored:"
                  % self.name] + diffs))
@@ -311,52 +284,12 @@ class DistributedResumableSampler(ResumableSampler):
     def _shuffled(self, epoch):
         if not self.shuffle or self.world_size == 1:
             return super()._shuffled(epoch)
-        from . import _TorchComm
         try:
-            comm = _TorchComm(self.group)
+            comm = TorchComm(self.group)
         except RuntimeError as e:
             raise RuntimeError("%s: %s (every rank takes its shard of rank "
                                "0's order)" % (self.name, e)) from None
         size = 8 * self.length
         mine = (super()._shuffled(epoch).astype("<i8").tobytes()
                 if comm.rank == 0 else bytes(size))
-        return _np.frombuffer(comm.broadcast(mine, 0), dtype="<i8")
-
-
-class KeyedDataset(_torch.utils.data.Dataset):
-    """The user's dataset, indexed by the SampleKeys of a ResumableSampler:
-    seeds torch's CPU generator, NumPy's global generator and random from
-    the key's words, then returns dataset[key.index].  In the main process
-    (num_workers=0) it puts the three generators back afterwards, so the
-    training loop draws the same numbers whatever the worker count."""
-
-    def __init__(self, dataset):
-        self.dataset = dataset
-
-    def __len__(self):
-        return len(self.dataset)
-
-    def __getattr__(self, name):  # the dataset's own attributes, not dunders
-        if name.startswith("_") or name == "dataset":
-            raise AttributeError(name)
-        return getattr(self.dataset, name)
-
-    def __getitem__(self, key):
-        if not isinstance(key, SampleKey):
-            raise TypeError(
-                "KeyedDataset takes the SampleKeys a ResumableSampler yields, "
-                "not %s; build the loader as DataLoader(KeyedDataset(data), "
-                "batch_sampler=sampler, ...)" % type(key).__name__)
-        words = struct.unpack("<10I", key.words)
-        if _torch.utils.data.get_worker_info() is not None:
-            seed_words(words, _torch.default_generator.manual_seed)
-            return self.dataset[key.index]
-        saved = (_torch.get_rng_state(), _np.random.get_state(),
-                 _random.getstate())
-        try:
-            seed_words(words, _torch.default_generator.manual_seed)
-            return self.dataset[key.index]
-        finally:
-            _torch.set_rng_state(saved[0])
-            _np.random.set_state(saved[1])
-            _random.setstate(saved[2])
+        return np.frombuffer(comm.broadcast(mine, 0), dtype="<i8")

@@ -1,5 +1,5 @@
-"""After the load of a resumed context: re-seeding and a second load
-(docs/python.md, "After the load").
+"""Layer context: after the load of a resumed context, re-seeding and a
+second load (docs/python.md, "After the load").
 
 Once the load of a context opened with resume=True has restored the
 generators it holds (rngsnap.torch.track()'s torch.*, numpy.global and
@@ -46,8 +46,8 @@ import sys
 import threading
 import weakref
 
-from . import OrderError
-from . import _encoding as _enc
+from . import comm
+from .._core.errors import OrderError, error
 
 _live = weakref.WeakSet()     # every Restored of an open resumed context
 _local = threading.local()    # .keyed: inside rngsnap's own seeding
@@ -236,7 +236,7 @@ def refuse_seeding(label, targets, args):
         hits = [(r, r.reached(names, ids)) for r in list(_live)]
     for r, hit in hits:
         if hit:
-            raise _enc.error(OrderError, (
+            raise error(OrderError, (
                 "%s refused, nothing seeded: called from %s, it would "
                 "re-seed %s, which %s restored in this context (opened with "
                 "resume=True), and throw the restored position%s away. %s"
@@ -425,8 +425,7 @@ def _together(restored, flag, method, args, kw):
     group = _collective(method, args, kw)
     if group is False or not restored.resume or restored.pid is None:
         return None
-    from ._generators import ranks_flagged
-    return ranks_flagged(flag, group)
+    return comm.ranks_flagged(flag, group)
 
 
 def check_save(restored, method, args, kw):
@@ -435,7 +434,7 @@ def check_save(restored, method, args, kw):
     found = restored.reseeded() if restored.resume else []
     ranks = _together(restored, bool(found), method, args, kw)
     if found:
-        raise _enc.error(OrderError, (
+        raise error(OrderError, (
             "ctx.%s() refused, nothing written: %s since %s restored %s in "
             "this context (opened with resume=True), so the checkpoint "
             "would not continue the resumed run. %s" % (
@@ -444,7 +443,7 @@ def check_save(restored, method, args, kw):
                 restored.load_call, "them" if len(found) > 1 else "it",
                 _fix(restored.load_call))))
     if ranks:
-        raise _enc.error(OrderError, (
+        raise error(OrderError, (
             "ctx.%s() refused on every rank, nothing written: rank%s %s "
             "re-seeded a generator that %s restored. %s" % (
                 method, "s" if len(ranks) > 1 else "",
@@ -472,13 +471,13 @@ def check_reload(ctx, restored, method, args, kw):
             "draw; to go back to a checkpoint on purpose, load it into a "
             "new rngsnap.Context()")
     if moved:
-        raise _enc.error(OrderError, (
+        raise error(OrderError, (
             "ctx.%s() refused, nothing restored: this context was opened "
             "with resume=True and since %s, %s" % (
                 method, restored.load_call, " and ".join(moved)))
             + tail % ("them" if many else "it"))
     if ranks:
-        raise _enc.error(OrderError, (
+        raise error(OrderError, (
             "ctx.%s() refused on every rank, nothing restored: rank%s %s "
             "drew since %s" % (method, "s" if len(ranks) > 1 else "",
                                ", ".join(map(str, ranks)),

@@ -1,4 +1,5 @@
-"""One path in front of every save and every load of rngsnap.Context.
+"""Layer context: one path in front of every save and every load of
+rngsnap.Context.
 
 install(Context) wraps each method of SAVES and LOADS that the class has
 (the C ones and the Python ones alike), so that a method added later
@@ -19,8 +20,7 @@ save_bytes()) runs the checks once, in the outer one.
 import functools
 import threading
 
-from . import Error
-from ._encoding import raised_by_python
+from .._core.errors import Error, raised_by_python
 
 SAVES = ("save", "save_bytes", "state_dict", "save_ranks")
 LOADS = ("load", "load_bytes", "load_state_dict", "load_ranks")

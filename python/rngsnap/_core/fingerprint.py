@@ -1,6 +1,6 @@
-"""The determinism fingerprint: what changes a job's results besides its
-RNG state (library versions, determinism flags, environment, devices,
-world size), saved next to the generators and compared at load.
+"""Layer core: the determinism fingerprint, what changes a job's results
+besides its RNG state (library versions, determinism flags, environment,
+devices, world size), saved next to the generators and compared at load.
 
 Encoding (docs/python.md): UTF-8 text, first line "rngsnap-fingerprint 1",
 then one "key=value" line per item, sorted by key; a backslash, newline or
@@ -10,8 +10,7 @@ carriage return inside a value is written as \\\\, \\n, \\r.  Text, so that
 
 import os
 
-from . import CorruptError, MismatchError
-from ._encoding import error
+from .errors import CorruptError, MismatchError, error
 
 HEADER = "rngsnap-fingerprint 1"
 _ESC = {"\\": "\\\\", "\n": "\\n", "\r": "\\r"}

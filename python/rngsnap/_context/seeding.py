@@ -1,6 +1,6 @@
-"""ctx.seed_all(seed) for the generators rngsnap.torch.track() puts in the
-checkpoint (docs/python.md, "Seeding"): the streams and these generators
-are one list, so one seed sets them all.
+"""Layer context: ctx.seed_all(seed) for the generators that
+rngsnap.torch.track() puts in the checkpoint (docs/python.md, "Seeding"):
+the streams and these generators are one list, so one seed sets them all.
 
 Each generator gets its own seed from the core's keyed derivation: the
 keyed stream (SEED_K0, name_key(name)) of the registry's first cpu stream,
@@ -9,7 +9,7 @@ seed and the rank both enter, and two names never share a seed.
 """
 import hashlib
 
-from ._generators import awaiting_load
+from .order import awaiting_load
 
 # k0 of the seeding keys: far from the (epoch, index) keys jobs derive.
 SEED_K0 = int.from_bytes(b"rs-seed!", "little")

@@ -1,7 +1,7 @@
-"""The "RSGN" encoding of a generator registered with
+"""Layer core: the "RSGN" encoding of a generator registered with
 ctx.register_generator (docs/python.md, "Encodings").
 
-    header     "RSGN", version u8 (1), three zero bytes   (_encoding.head)
+    header     "RSGN", version u8 (1), three zero bytes   (encoding.head)
     kind       u32: which generator (KINDS below)
     length     u32: payload bytes that follow, exactly
     payload    the kind's fields, little-endian
@@ -16,8 +16,8 @@ are the plain values their get/set calls take.
 
 import struct
 
-from . import CorruptError, MismatchError
-from . import _encoding as _enc
+from . import encoding as _enc
+from .errors import CorruptError, MismatchError, error
 
 MAGIC = b"RSGN"
 _PRE = struct.Struct("<II")  # kind, payload length
@@ -74,7 +74,7 @@ def _frame(kind, payload):
 
 
 def _bad(name, label, text):
-    return _enc.error(CorruptError, "%s: %s state: %s" % (name, label, text))
+    return error(CorruptError, "%s: %s state: %s" % (name, label, text))
 
 
 def _unframe(name, data, kind, device=None):
@@ -82,14 +82,14 @@ def _unframe(name, data, kind, device=None):
     data = _enc.check_head(name, data, MAGIC, (1,))
     off = _enc.HEAD_SIZE
     if len(data) < off + _PRE.size:
-        raise _enc.error(CorruptError, "%s: state is %d bytes, truncated "
-                         "before its kind and length (%d)"
-                         % (name, len(data), off + _PRE.size))
+        raise error(CorruptError, "%s: state is %d bytes, truncated "
+                    "before its kind and length (%d)"
+                    % (name, len(data), off + _PRE.size))
     got, n = _PRE.unpack_from(data, off)
     off += _PRE.size
     if not _known(got):
-        raise _enc.error(CorruptError, "%s: unknown generator kind %d"
-                         % (name, got))
+        raise error(CorruptError, "%s: unknown generator kind %d"
+                    % (name, got))
     if got != kind:
         saved = None
         if got == TORCH_RAW:  # name the device it was saved on
@@ -98,15 +98,15 @@ def _unframe(name, data, kind, device=None):
         raise _mismatch(name, kind_label(got, saved),
                         kind_label(kind, device))
     if n != len(data) - off:
-        raise _enc.error(CorruptError, "%s: state says %d payload bytes, "
-                         "holds %d" % (name, n, len(data) - off))
+        raise error(CorruptError, "%s: state says %d payload bytes, "
+                    "holds %d" % (name, n, len(data) - off))
     return data[off:]
 
 
 def _mismatch(name, saved, live):
-    return _enc.error(MismatchError, "%s: checkpoint holds a %s state, the "
-                      "live generator is a %s; nothing restored"
-                      % (name, saved, live))
+    return error(MismatchError, "%s: checkpoint holds a %s state, the "
+                 "live generator is a %s; nothing restored"
+                 % (name, saved, live))
 
 
 def _fixed(name, label, payload, size):
@@ -236,9 +236,9 @@ def _cuda_fields(name, raw):
         return _CUDA.unpack(raw)
     if len(raw) == CUDA_OLD_SIZE:
         return _CUDA.unpack_from(raw, len(_CUDA_OLD_FILL))
-    raise _enc.error(MismatchError, "%s: a CUDA generator state of %d bytes; "
-                     "rngsnap knows torch's %d-byte (<= 2.0) and %d-byte "
-                     "(>= 2.1) forms" % (name, len(raw), CUDA_OLD_SIZE,
+    raise error(MismatchError, "%s: a CUDA generator state of %d bytes; "
+                "rngsnap knows torch's %d-byte (<= 2.0) and %d-byte "
+                "(>= 2.1) forms" % (name, len(raw), CUDA_OLD_SIZE,
                                          CUDA_NEW_SIZE))
 
 
@@ -291,8 +291,8 @@ def decode_torch(name, data, device, live_raw):
         raise _mismatch(name, kind_label(kind, saved), label)
     raw = payload[_DEVICE.size:]
     if len(raw) != len(live_raw):
-        raise _enc.error(MismatchError, "%s: checkpoint holds a %d-byte %s "
-                         "state, the live generator's has %d bytes (another "
-                         "torch version?)" % (name, len(raw), label,
+        raise error(MismatchError, "%s: checkpoint holds a %d-byte %s "
+                    "state, the live generator's has %d bytes (another "
+                    "torch version?)" % (name, len(raw), label,
                                               len(live_raw)))
     return raw

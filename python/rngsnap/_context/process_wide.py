@@ -1,5 +1,5 @@
-"""The process-wide generators of torch, NumPy and random, for the
-untracked report (issue 22, item 2): they count as held only when an
+"""Layer context: the process-wide generators of torch, NumPy and random,
+for the untracked report (issue 22, item 2): they count as held only when an
 open context's rngsnap.torch.track() holds them; otherwise a scan (a
 save's) reports each one that drew between the previous scan of the
 process and this one, and since it was last seeded: draws between two

@@ -1,0 +1,235 @@
+"""Layer context: rngsnap.Context, the binding's context with what
+rngsnap adds in Python (docs/python.md): configuration lookup
+(config.py), tags (tag.py), the Stateful protocol (stateful.py),
+generators the job owns (generators.py) and their seeding (seeding.py),
+and the checks hooks.py puts in front of every save and load: the order
+of a resumed job (order.py), re-seeding after the load (reseed.py) and
+generators in no checkpoint (untracked.py).  rngsnap re-exports it.
+"""
+
+from . import comm, generators, hooks, order, reseed, seeding, stateful
+from .comm import TorchComm
+from .config import ORIGINS, find_config
+from .tag import Tagged, load as load_tagged
+from .untracked import Watch, check_mode
+from .. import _rngsnap
+from .._core.errors import Error, OrderError, error
+
+
+class Context(_rngsnap.Context):
+    """Context(config=None, resume=False, untracked="warn"): one rngsnap
+    context.
+
+    config None: see find_config().  resume=True: draws raise OrderError
+    until load() succeeds, and seed_all after it.  untracked: what a save
+    does about generators in no checkpoint ("warn", "error", "ignore"; see
+    the untracked attribute).  A context manager; close() ends it, after
+    which it and its streams raise Error."""
+
+    __module__ = "rngsnap"  # where users find it
+
+    def __init__(self, config=None, resume=False, untracked="warn"):
+        self._generators = generators.Registry(self)
+        self._trackers = []  # rngsnap.torch.track()'s Trackers
+        self._loaded_by = None  # "ctx.load()" etc. once a load succeeded
+        # What the load of a resumed context restored (reseed.py).
+        self._restored = reseed.Restored(self, resume)
+        self._seeders = seeding.Seeders()
+        self._watch = Watch(self, untracked)
+        if config is not None:
+            super().__init__(config, resume)
+            return
+        config, origin = find_config()
+        try:
+            super().__init__(config, resume)
+        except Error as e:
+            # As the rngsnap command does: say where the file came from.
+            e.args = ("%s (no config given, so %s is %s; pass config= or "
+                      "set RNGSNAP_CONFIG to use another)"
+                      % (e.args[0] if e.args else "", config,
+                         ORIGINS[origin]),)
+            raise
+
+    def __repr__(self):
+        state = "closed" if self.closed else "open"
+        return "<rngsnap.Context %s>" % state
+
+    # ---- bytes and the Stateful protocol (torch.save, DCP, accelerate,
+    # Lightning).  save_bytes()/load_bytes(data) are the C methods
+    # (docs/python.md, "Bytes"); these put the bytes into a state dict
+    # ("Stateful", stateful.py).
+    STATE_DICT_FORMAT = stateful.FORMAT
+    STATE_DICT_VERSION = stateful.VERSION
+
+    def state_dict(self, gather=False, group=None):
+        """{"format": "rngsnap-state-dict", "version": 1, "world_size": W,
+        "rank/<r>": save_bytes()}: this rank's checkpoint under its own
+        key.  gather=True (collective over torch.distributed, every rank
+        of group calls it): every rank's bytes, "rank/0" .. "rank/<W-1>",
+        on every rank, for frameworks that write rank 0's dict only."""
+        return stateful.save(self, gather, group)
+
+    def load_state_dict(self, state):
+        """Restore this rank from a dict of state_dict(): its own
+        "rank/<r>" bytes, all or nothing (load_bytes).  MismatchError when
+        the dict has another world size or no bytes of this rank (never
+        another rank's state); CorruptError when it is not such a dict."""
+        stateful.load(self, state)
+
+    def save_ranks(self, dir, group=None, replace=False):
+        """Collective over torch.distributed (every rank of group calls
+        it): write this rank's file into folder dir, then rank 0 commits
+        the manifest.  The context's rank and world size must be the
+        group's (RANK/WORLD_SIZE as torchrun sets them, or set_rank)."""
+        link = TorchComm(group)
+        self._save_ranks(dir, link, link.rank, link.size, replace)
+
+    def load_ranks(self, dir, group=None, fork=False):
+        """Collective: restore every rank from folder dir, all or nothing
+        on every rank.  fork=True accepts a folder saved by another world
+        size (a deterministic fork, docs/user-guide.md)."""
+        link = TorchComm(group)
+        self._load_ranks(dir, link, link.rank, link.size, fork)
+
+    # ---- generators the job owns, and the checks of every save and load
+    # (docs/python.md: "register_generator", "Untracked generators";
+    # hooks.install puts _before_save/_before_load/_after_load in front
+    # of each save and load method, below the class).
+
+    def register_state(self, name, save, load, ledger=None):
+        """register_state(name, save=, load=, ledger=None): save() -> bytes
+        is written into every checkpoint as app state name, load(bytes)
+        restores it; ledger() -> bytes, when given, is what the divergence
+        ledger digests instead of save() (a cheaper reader of the same
+        state).  In a context opened with resume=True, OrderError after
+        its load (that load restored nothing of it)."""
+        self._refuse_late("ctx.register_state(%r)" % (name,),
+                          "Register every app state before the load")
+        return super().register_state(name, save=save, load=load,
+                                      ledger=ledger)
+
+    def _refuse_late(self, call, fix):
+        """A resumed context's load restores what was registered before
+        it: anything registered after would silently keep this run's
+        state.  OrderError naming call, then fix."""
+        if self._restored.resume and self._loaded_by and not self.closed:
+            raise error(OrderError, (
+                "%s refused: this context was opened with resume=True and "
+                "%s has already restored it, so what this registers would "
+                "keep this run's state, not the checkpoint's. %s") % (
+                    call, self._loaded_by, fix))
+
+    def register_generator(self, name, gen):
+        """Save and restore gen, a generator the job owns, as the app
+        state name, in a versioned, pickle-free encoding: a torch.Generator
+        (any device), a numpy.random Generator, bit generator (PCG64,
+        PCG64DXSM, MT19937, Philox, SFC64) or RandomState, a random.Random.
+        Another type is TypeError.  A checkpoint holding another kind of
+        generator under name is MismatchError.  In a context opened with
+        resume=True, a load refuses with OrderError, changing nothing, if
+        gen was drawn from between this call and the load.  Returns gen."""
+        self._refuse_late("ctx.register_generator(%r)" % (name,),
+                          "Register every generator before the load")
+        self._generators.register(name, gen)
+        return gen
+
+    def unregister_state(self, name):
+        """Remove the app state name (register_state's or
+        register_generator's): later saves leave it out, later loads no
+        longer require it."""
+        super().unregister_state(name)
+        self._generators.forget(name)
+        self._seeders.by_name.pop(name, None)
+
+    def seed_all(self, seed):
+        """Seed every stream from (seed, rank, backend, device, name) and
+        every generator rngsnap.torch.track() put in this context (torch,
+        NumPy, random), each from its own keyed stream; one tracked after
+        this call is seeded when tracked.  Generators of register_generator
+        keep the state the job gave them (docs/python.md, "Seeding").  In a
+        context awaiting its load only the streams: the load sets the
+        rest."""
+        super().seed_all(seed)
+        self._seeders.run(self, seed)
+
+    def _add_seeder(self, name, fn):
+        """fn(ctx) seeds app state name at every seed_all (now too, if
+        this context was seeded and not loaded since)."""
+        self._seeders.add(self, name, fn)
+
+    def save(self, path, replace=False, tag=None):
+        """save(path, replace=False, tag=None): write every stream and app
+        state, atomically.  tag (an int or str, e.g. the step) is written
+        in too, for a job that keeps a second file: ctx.load(path, tag=)
+        then refuses a checkpoint of another tag."""
+        if tag is None:
+            return super().save(path, replace)
+        with Tagged(self, tag):
+            return super().save(path, replace)
+
+    def load(self, path, tag=None):
+        """load(path, tag=None): restore all or nothing.  tag: what the
+        job's other file holds (its step); a checkpoint saved with another
+        tag, or with none, is MismatchError and nothing is restored."""
+        return load_tagged(self, super().load, path, tag)
+
+    def ignore_generator(self, gen):
+        """Mark gen as deliberately in no checkpoint: the untracked
+        report leaves it out.  Returns gen.  The context keeps it alive."""
+        return self._watch.ignore(gen)
+
+    def untracked_generators(self):
+        """Scan now: the generators of the process that no open context
+        tracks, each with .label, .places (where it lives) and .obj."""
+        return self._watch.scan()
+
+    @property
+    def untracked(self):
+        """What a save does about generators in no checkpoint: "warn"
+        (default: an UntrackedGeneratorWarning; the process's first save
+        scans, a later one once 100 times the last scan's time has passed),
+        "error" (every save scans; UntrackedGeneratorError, nothing
+        written) or "ignore" (no scan)."""
+        return self._watch.mode
+
+    @untracked.setter
+    def untracked(self, mode):
+        self._watch.mode = check_mode(mode)
+
+    def _before_save(self, method, args, kw):
+        # A generator the load restored, re-seeded since: refused first
+        # (an error, where the untracked report may only warn).
+        reseed.check_save(self._restored, method, args, kw)
+        # save_ranks(dir, group) and state_dict(gather=True, group) are
+        # collective: under "error" every rank refuses together.
+        collective = None
+        if method == "save_ranks" or (method == "state_dict" and kw.get(
+                "gather", args[0] if args else False)):
+            group = kw.get("group", args[1] if len(args) > 1 else None)
+            collective = (lambda flag: comm.ranks_flagged(flag, group))
+        self._watch.before_save(method, collective)
+
+    def _before_load(self, method, args, kw):
+        order.check_order(self._order_groups(), method, args, kw)
+        # A resumed context that drew since its load: refused (the core
+        # refuses it for its streams, but names no generator).
+        reseed.check_reload(self, self._restored, method, args, kw)
+        self._loading = method
+
+    def _order_groups(self):
+        """Every generator of this context that moved before its first
+        load, by the call that recorded it (the load's order check names
+        each one): [(names, since, what)]."""
+        groups = [(t._drawn(), order.TRACKED, "tracked generators")
+                  for t in self._trackers]
+        return groups + [(self._generators.drawn(), order.REGISTERED,
+                          "registered generators")]
+
+    def _after_load(self):
+        self._loaded_by = "ctx.%s()" % self._loading
+        self._generators.loaded()
+        self._restored.loaded(self._loading)
+        self._seeders.seed = None  # a later track() keeps the loaded state
+
+
+hooks.install(Context)
