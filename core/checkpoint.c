@@ -306,9 +306,11 @@ static int save_checked(struct rngsnap *ctx, const char *what,
          * over the checkpoint it is about to resume from. */
         return rs_error(ctx, RNGSNAP_E_ORDER,
                         "%s: this context was opened with %s and has "
-                        "not loaded a checkpoint yet (call %s first)",
-                        what, rs_word(ctx, RS_W_RESUME),
-                        rs_word(ctx, RS_W_LOAD_ANY));
+                        "not loaded a checkpoint yet (call %s first). "
+                        RS_FIRST_RUN, what, rs_word(ctx, RS_W_RESUME),
+                        rs_word(ctx, RS_W_LOAD_ANY),
+                        rs_word(ctx, RS_W_RESUME),
+                        rs_word(ctx, RS_W_SEED_ALL));
     return rs_save_image(ctx, name, buf, len, NULL);
 }
 

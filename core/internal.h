@@ -126,6 +126,11 @@ int rs_reload_gate(struct rngsnap *ctx, const char *what);
 /* rngsnap_close: a RNGSNAP_RESUME context that never loaded says so on
  * stderr (rs_warn_default), naming the missing load. */
 void rs_close_report(const struct rngsnap *ctx);
+/* The end of every refusal of a RNGSNAP_RESUME context awaiting its load
+ * (a draw, a save): how to start a first run instead, with no checkpoint
+ * to load.  Its two %s: the RESUME word and the seed_all word. */
+#define RS_FIRST_RUN "On a first run, with no checkpoint yet, open the " \
+                     "context without %s and seed it (%s)"
 
 /* ---- seed.c ---- */
 

@@ -384,9 +384,11 @@ static int save_ranks_locked(job *j, unsigned flags)
     if (!rc && atomic_load(&ctx->awaiting_load))
         rc = rs_error(ctx, RNGSNAP_E_ORDER,
                       "%s %s: this context was opened with %s and has not "
-                      "loaded a checkpoint yet (call %s first)",
-                      j->op, j->dir, rs_word(ctx, RS_W_RESUME),
-                      rs_word(ctx, RS_W_LOAD_RANKS));
+                      "loaded a checkpoint yet (call %s first). "
+                      RS_FIRST_RUN, j->op, j->dir, rs_word(ctx, RS_W_RESUME),
+                      rs_word(ctx, RS_W_LOAD_RANKS),
+                      rs_word(ctx, RS_W_RESUME),
+                      rs_word(ctx, RS_W_SEED_ALL));
     if (!rc && c->rank == 0)
         rc = prepare_dir(j, flags, id);
     uint8_t *ids = malloc((size_t)c->size * RS_MAN_ID_SIZE);

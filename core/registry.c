@@ -238,10 +238,13 @@ int rs_stream_gate(rngsnap_stream *s, rs_word_id call)
         char label[600];
         return rs_error(ctx, RNGSNAP_E_ORDER, "%s on stream %s refused: the "
                         "context was opened with %s and no checkpoint has "
-                        "been loaded yet (call %s first)", rs_word(ctx, call),
+                        "been loaded yet (call %s first). " RS_FIRST_RUN,
+                        rs_word(ctx, call),
                         rs_stream_label(s, label, sizeof label),
                         rs_word(ctx, RS_W_RESUME),
-                        rs_word(ctx, RS_W_LOAD_ANY));
+                        rs_word(ctx, RS_W_LOAD_ANY),
+                        rs_word(ctx, RS_W_RESUME),
+                        rs_word(ctx, RS_W_SEED_ALL));
     }
     return RNGSNAP_OK;
 }

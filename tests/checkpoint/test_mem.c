@@ -525,7 +525,10 @@ static void resume_gate_both_ways(void **state)
                         "save checkpoint bytes: this context was opened "
                         "with RNGSNAP_RESUME and has not loaded a "
                         "checkpoint yet (call rngsnap_load, "
-                        "rngsnap_load_mem or rngsnap_mpi_load first)");
+                        "rngsnap_load_mem or rngsnap_mpi_load first). On "
+                        "a first run, with no checkpoint yet, open the "
+                        "context without RNGSNAP_RESUME and seed it "
+                        "(rngsnap_seed_all)");
     assert_null(early);
     assert_int_equal(early_size, 0);
     /* a failed load keeps the gate shut */

@@ -594,8 +594,9 @@ static void test_close_without_load(void **state)
                      RNGSNAP_E_ORDER);
     snprintf(want, sizeof want, "save %s: this context was opened with "
              "RNGSNAP_RESUME and has not loaded a checkpoint yet (call "
-             "rngsnap_load, rngsnap_load_mem or rngsnap_mpi_load first)",
-             ck);
+             "rngsnap_load, rngsnap_load_mem or rngsnap_mpi_load first). "
+             "On a first run, with no checkpoint yet, open the context "
+             "without RNGSNAP_RESUME and seed it (rngsnap_seed_all)", ck);
     assert_string_equal(rngsnap_errmsg(ctx), want);
     capture_close(ctx, got, sizeof got);
     assert_string_equal(got, "rngsnap warn: rngsnap_close: this context "

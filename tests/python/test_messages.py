@@ -200,7 +200,9 @@ def test_refused_draw_names_load_state_dict(tmp_path):
         assert str(e.value) == (
             "s.generate() on stream cpu:0/dropout refused: the context was "
             "opened with resume=True and no checkpoint has been loaded yet "
-            "(call %s first)" % ANY_LOAD)
+            "(call %s first). On a first run, with no checkpoint yet, open "
+            "the context without resume=True and seed it (ctx.seed_all())"
+            % ANY_LOAD)
         ctx.load_state_dict(state)  # the load it names
         s.generate("u32", 1)
 
@@ -226,17 +228,21 @@ def test_bit_flip_in_state_dict_names_the_entry():
     with rngsnap.Context() as ctx:
         ctx.seed_all(2)
         before = ctx.stream("cpu", 0, "augment").position()
-        for flip, why in ((at, "its header is damaged"),
-                          (at + 12, "its damaged header reads cpq:0/augment")):
+        # Issue 31 item 5: a damaged section is named by its place; its
+        # label only as read from the damaged bytes, then what this
+        # context saves there.
+        for flip, label in (
+                (at, "its label cannot be read from the damaged bytes"),
+                (at + 12, "its label as read from the damaged bytes: "
+                          "cpq:0/augment")):
             bad = bytearray(blob)
             bad[flip] ^= 4
             with pytest.raises(rngsnap.CorruptError) as e:
                 ctx.load_state_dict(dict(state, **{"rank/0": bytes(bad)}))
             assert str(e.value) == (
-                "checkpoint bytes: section 2%s at byte %d: checksum mismatch "
-                "(where this context saves cpu:0/augment; %s); nothing "
-                "restored" % ("" if flip == at else " (cpq:0/augment)", at,
-                              why))
+                "checkpoint bytes: section 2 at byte %d: checksum mismatch "
+                "(%s); this context saves cpu:0/augment there; nothing "
+                "restored" % (at, label))
         assert ctx.stream("cpu", 0, "augment").position() == before
 
 

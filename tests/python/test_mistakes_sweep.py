@@ -155,8 +155,11 @@ def m_second_load_after_draws(tmp_path):
 def m_seed_all_after_load(tmp_path):
     ctx = _resumed(_checkpoint(tmp_path / "ck"))
     refused(lambda: ctx.seed_all(3), rngsnap.OrderError,
-            ["ctx.seed_all() refused", "a checkpoint has been loaded",
-             "throw the restored positions away"],
+            ["ctx.seed_all() refused", "this context has loaded a "
+             "checkpoint, so it resumes that run",
+             "throw the restored positions away",
+             "Leave the seeding out when resuming", "call ctx.branch() "
+             "first"],
             lambda: snapshot(ctx))
     ctx.close()
 
