@@ -77,25 +77,45 @@ def _random_drawn(r):
             or internal[0] != MT_MSB)
 
 
-# Each one's state, cheap to read and to compare (a save reads them all).
-def _torch_state(g):
+# Each one's state, cheap to read and to compare (every save reads them
+# all); before: what the previous save recorded, or None.
+def _torch_state(g, before):
     return g.get_state().numpy().tobytes()
 
 
-def _numpy_state(rs):
+_MT_STATE = MT_N * 4 + 4  # mt19937_state: uint32 key[624], int pos
+
+
+def _numpy_state(rs, before):
+    """(key and pos bytes, has_gauss, gauss).  get_state() takes ~50 us
+    (it copies the key word by word); the key and position alone are read
+    from the bit generator's C struct through its documented ctypes
+    interface in ~1 us.  The legacy cached gaussian (has_gauss, gauss)
+    lives outside that struct, but it only appears by drawing words: when
+    the key and position are unchanged and the previous save saw no cached
+    gaussian, the state is unchanged."""
+    bg = getattr(rs, "_bit_generator", None)
+    raw = None
+    if type(bg).__name__ == "MT19937":
+        import ctypes
+        raw = ctypes.string_at(bg.ctypes.state_address, _MT_STATE)
+        if before is not None and before[0] == raw and not before[1]:
+            return before
     st = rs.get_state(legacy=False)
-    return (st["state"]["key"].tobytes(), st["state"]["pos"],
-            st["has_gauss"], st["gauss"])
+    if raw is None:
+        raw = st["state"]["key"].tobytes() + repr(st["state"]["pos"]).encode()
+    return raw, st["has_gauss"], st["gauss"]
 
 
-def _random_state(r):
+def _random_state(r, before):
     return r.getstate()
 
 
 class Global:
     """One process-wide generator: .obj, .where (its place in the report),
-    .drawn(obj) (drew since seeded?), .state(obj), .inner (objects it
-    covers: NumPy's bit generator)."""
+    .drawn(obj) (drew since seeded?), .state(obj, before) (its state, to
+    compare with before, the previous one), .inner (objects it covers:
+    NumPy's bit generator)."""
 
     def __init__(self, obj, where, drawn, state, inner=()):
         self.obj, self.where, self.drawn, self.state = obj, where, drawn, state
@@ -129,8 +149,8 @@ def _moved(g):
     seeded?  Records its state for the next one.  The first time only
     records: draws before the first save are the job's set-up, which a
     resumed job repeats."""
-    now = g.state(g.obj)
     before = _last.get(id(g.obj))
+    now = g.state(g.obj, before)
     _last[id(g.obj)] = now
     return before is not None and before != now and g.drawn(g.obj)
 
