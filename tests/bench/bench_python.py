@@ -284,6 +284,8 @@ def globals_check(n, work=None):
           "CPU us, medians of %d)" % n)
 
     def row(what, fn, draw=False):
+        for _ in range(n // 10):  # warm up: caches, the first-time reads
+            fn()
         wall, cpu = [], []
         for _ in range(n):
             if draw:  # changed since the last save: a report to build

@@ -626,3 +626,89 @@ WARNED = [v for k, v in sorted(globals().items()) if k.startswith("w_")]
                          ids=[m.__name__[2:] for m in WARNED])
 def test_mistake_is_warned_with_what_to_do(mistake, tmp_path, monkeypatch):
     mistake(tmp_path, monkeypatch)
+
+
+# ---- docs/python.md's table: one row per mistake above ---------------------
+
+# Each mistake's row in "Mistakes rngsnap catches", by the start of its
+# first column.
+ROWS = {
+    "never_seeded": "drawing from a context never seeded nor loaded",
+    "forgot_track_saving_often": "forgetting `rngsnap.torch.track(ctx)` "
+                                 "in a job",
+    "forgot_track": "the same, under `untracked=\"error\"`",
+    "dataloader_generator_not_registered": "a generator of the job's own",
+    "reseed_torch_after_load": "`torch.manual_seed` (or",
+    "reseed_numpy_after_load": "`np.random.seed` after the load",
+    "reseed_after_load_without_resume_flag": "`random.seed` after the load",
+    "registered_generator_reseeded_by_its_own_method":
+        "the DataLoader's generator re-seeded by its own method",
+    "seed_all_after_load": "`ctx.seed_all(seed)` after the load |",
+    "seed_all_after_load_without_resume_flag":
+        "`ctx.seed_all(seed)` after the load of a context opened without",
+    "second_load_after_draws": "a second load after draws |",
+    "second_load_after_draws_without_resume_flag":
+        "a second load after draws, in a context opened without",
+    "batch_fetched_before_load": "creating a DataLoader iterator",
+    "track_before_the_model": "building the model between `track()`",
+    "register_state_after_load": "`ctx.register_state` after the load",
+    "register_generator_after_load": "`ctx.register_generator` after",
+    "track_after_load": "`rngsnap.torch.track(ctx)` after the load",
+    "track_twice": "`rngsnap.torch.track(ctx)` called twice",
+    "save_before_load": "saving a context opened with `resume=True`",
+    "resumed_job_forgot_its_load": "a job opened with `resume=True` whose "
+                                   "load line was forgotten",
+    "first_run_opened_with_resume": "a first run opened with `resume=True`",
+    "draw_in_a_fork_child_from_an_inherited_stream":
+        "after `os.fork()` (or in a DataLoader worker started by fork)",
+    "save_in_a_forked_dataloader_worker": "`ctx.save()` in a DataLoader "
+                                          "worker",
+    "two_files_mismatched": "two files (the job's `torch.save`",
+    "app_state_lacking": "an app state registered here that the checkpoint",
+    "another_rng_ini": "a checkpoint written under another rng.ini",
+    "tracked_checkpoint_loaded_without_track": "a checkpoint of a tracked "
+                                               "job loaded without",
+    "sampler_changed": "a `ResumableSampler` with another batch size",
+    "sampler_of_another_dataset_length": "a `ResumableSampler` over a "
+                                         "dataset of another length",
+    "sampler_built_after_load": "a `ResumableSampler` built after the load",
+    "sampler_missing_at_load": "a checkpoint with a sampler position",
+    "save_over_without_replace": "saving over an existing file",
+    "truncated_file": "a truncated file",
+    "flipped_bit": "a damaged file or state dict",
+    "state_dict_of_another_world_size": "a state dict of another world size",
+    "file_of_another_rank": "a file of another rank",
+    "model_state_dict_passed": "passing the model's state dict",
+    "closed_context": "using a closed context",
+    "fingerprint_difference": "another torch, NumPy, cuDNN flag",
+}
+# Rows whose mistake another test makes (it needs a second device).
+ELSEWHERE = {"a device generator on one side only":
+             "test_torch_track.py::test_device_generators_must_match"}
+
+
+def _docs_rows():
+    path = os.path.join(os.environ["RNGSNAP_SOURCE_ROOT"], "docs",
+                        "python.md")
+    with open(path) as f:
+        text = f.read()
+    table = text.split("## Mistakes rngsnap catches", 1)[1].split("\n###", 1)[0]
+    rows = [ln for ln in table.splitlines() if ln.startswith("| ")]
+    return [ln[2:] for ln in rows[2:]]  # past the header and the rule
+
+
+def test_docs_table_matches_the_sweep():
+    """Row for row: every mistake of the sweep has exactly one row in
+    docs/python.md's table, and every row is a mistake of the sweep (or
+    of the test ELSEWHERE names)."""
+    names = sorted(m.__name__[2:] for m in MISTAKES + WARNED)
+    assert sorted(ROWS) == names
+    rows = _docs_rows()
+    for name, start in ROWS.items():
+        hits = [r for r in rows if r.startswith(start)]
+        assert len(hits) == 1, "%s: %d rows start %r" % (name, len(hits),
+                                                          start)
+    starts = list(ROWS.values()) + list(ELSEWHERE)
+    for r in rows:
+        assert sum(r.startswith(s) for s in starts) == 1, r
+    assert len(rows) == len(ROWS) + len(ELSEWHERE)
