@@ -27,6 +27,7 @@
 #include <xxhash.h>
 
 #include "context.h"
+#include "fork.h"
 #include "format.h"
 #include "internal.h"
 #include "lock.h"
@@ -121,18 +122,14 @@ RNGSNAP_API int rngsnap_register_state(rngsnap *ctx, const char *name,
 {
     if (!ctx)
         return RNGSNAP_E_INVALID;
-    /* A RESUME context's load restored the app states registered before
-     * it: one registered after would silently keep this run's values. */
-    if ((ctx->flags & RNGSNAP_RESUME) && atomic_load(&ctx->loaded))
-        return rs_error(ctx, RNGSNAP_E_ORDER, "rngsnap_register_state %s "
-                        "refused: this context was opened with "
-                        "RNGSNAP_RESUME and its load has already restored "
-                        "it, so app state %s would keep this run's values, "
-                        "not the checkpoint's; register every app state "
-                        "before rngsnap_load (or rngsnap_load_mem, "
-                        "rngsnap_mpi_load)", name ? name : "(null)",
-                        name ? name : "(null)");
-    return rs_register_state(ctx, name, ops, user);
+    /* A resumed context's load restored the app states registered
+     * before it: one registered after would silently keep this run's
+     * values.  (Read unlocked: a load racing with a registration on
+     * another thread has no order to keep.) */
+    int rc = in_callback(ctx, RS_W_REGISTER_STATE, name);
+    if (!rc)
+        rc = rs_resumed_register_gate(ctx, name ? name : "(null)");
+    return rc ? rc : rs_register_state(ctx, name, ops, user);
 }
 
 static int unregister_state_locked(struct rngsnap *ctx, const char *name)
@@ -309,10 +306,21 @@ static int save_checked(struct rngsnap *ctx, const char *what,
          * over the checkpoint it is about to resume from. */
         return rs_error(ctx, RNGSNAP_E_ORDER,
                         "%s: this context was opened with %s and has "
-                        "not loaded a checkpoint yet (call %s first)",
-                        what, rs_word(ctx, RS_W_RESUME),
-                        rs_word(ctx, RS_W_LOAD_ANY));
+                        "not loaded a checkpoint yet (call %s first). "
+                        RS_FIRST_RUN, what, rs_word(ctx, RS_W_RESUME),
+                        rs_word(ctx, RS_W_LOAD_ANY),
+                        rs_word(ctx, RS_W_RESUME),
+                        rs_word(ctx, RS_W_SEED_ALL));
     return rs_save_image(ctx, name, buf, len, NULL);
+}
+
+/* A save or load of path in a fork() child: "save <path>" refused. */
+static int fork_refused(struct rngsnap *ctx, const char *op,
+                        const char *path, int load)
+{
+    char what[RS_ERRMSG_MAX];
+    snprintf(what, sizeof what, "%s %s", op, path ? path : "(null)");
+    return rs_fork_refuse(ctx, what, load);
 }
 
 /* A file is the bytes of a memory save, written atomically. */
@@ -362,6 +370,8 @@ RNGSNAP_API int rngsnap_save(rngsnap *ctx, const char *path, unsigned flags)
 {
     if (!ctx)
         return RNGSNAP_E_INVALID;
+    if (rs_forked(ctx)) /* before the lock: see fork.h */
+        return fork_refused(ctx, "save", path, 0);
     rs_ctx_lock(ctx);
     int rc = save_locked(ctx, path, flags);
     rs_ctx_unlock(ctx);
@@ -379,6 +389,8 @@ RNGSNAP_API int rngsnap_save_mem(rngsnap *ctx, void **data, size_t *size,
     if (!ctx)
         return rs_error(NULL, RNGSNAP_E_INVALID,
                         "rngsnap_save_mem: ctx is NULL");
+    if (rs_forked(ctx))
+        return rs_fork_refuse(ctx, "save " RS_MEM_NAME, 0);
     rs_ctx_lock(ctx);
     int rc = save_mem_locked(ctx, data, size, flags);
     rs_ctx_unlock(ctx);
@@ -750,14 +762,15 @@ void rs_load_finish(rs_load_plan *pl)
 
 /* ---- load: preparing ----------------------------------------------------- */
 
-/* A damaged section names its entry by its own header, which the damage
- * may have hit: then say which entry this context writes at that place
- * (streams in registry order, then app states), "" when the header reads
- * the same or the place is past this context's entries. */
+/* The decoder names a damaged section by its place and gives its label
+ * only as read from the damaged bytes: say which entry this context
+ * writes at that place (streams in registry order, then app states), ""
+ * when the label read is that entry's or the place is past this
+ * context's entries. */
 static void damaged_entry(const struct rngsnap *ctx, const rs_fmt_view *v,
                           char *buf, size_t len)
 {
-    char label[600], want[640];
+    char label[600];
     size_t i = v->damaged ? v->damaged - 1 : SIZE_MAX;
     buf[0] = '\0';
     if (i < ctx->nstreams)
@@ -767,17 +780,8 @@ static void damaged_entry(const struct rngsnap *ctx, const rs_fmt_view *v,
                  ctx->apps[i - ctx->nstreams].name);
     else
         return;
-    snprintf(want, sizeof want, " (%s)", label);
-    if (strcmp(want, v->damaged_label) == 0)
-        return;
-    size_t n = strlen(v->damaged_label);
-    if (n > 3) /* " (gpu:0/augment)": what the damaged header reads */
-        snprintf(buf, len, " (where this context saves %s; its damaged "
-                 "header reads %.*s)", label, (int)(n - 3),
-                 v->damaged_label + 2);
-    else
-        snprintf(buf, len, " (where this context saves %s; its header is "
-                 "damaged)", label);
+    if (strcmp(label, v->damaged_label) != 0)
+        snprintf(buf, len, "; this context saves %s there", label);
 }
 
 int rs_load_prepare(struct rngsnap *ctx, const char *path,
@@ -849,8 +853,7 @@ int rs_load_image(struct rngsnap *ctx, const char *path, const uint8_t *buf,
         if (!rc) {
             /* a single file records no fork history */
             memset(ctx->forked_from, 0, sizeof ctx->forked_from);
-            atomic_store(&ctx->loaded, 1);
-            atomic_store(&ctx->awaiting_load, 0);
+            rs_mark_loaded(ctx);
         }
         rs_streams_unlock_all(ctx);
     }
@@ -929,6 +932,8 @@ RNGSNAP_API int rngsnap_load(rngsnap *ctx, const char *path, unsigned flags)
 {
     if (!ctx)
         return RNGSNAP_E_INVALID;
+    if (rs_forked(ctx))
+        return fork_refused(ctx, "load", path, 1);
     rs_ctx_lock(ctx);
     int rc = load_locked(ctx, path, flags);
     rs_ctx_unlock(ctx);
@@ -941,6 +946,8 @@ RNGSNAP_API int rngsnap_load_mem(rngsnap *ctx, const void *data, size_t size,
     if (!ctx)
         return rs_error(NULL, RNGSNAP_E_INVALID,
                         "rngsnap_load_mem: ctx is NULL");
+    if (rs_forked(ctx))
+        return rs_fork_refuse(ctx, "load " RS_MEM_NAME, 1);
     rs_ctx_lock(ctx);
     int rc = load_mem_locked(ctx, data, size, flags);
     rs_ctx_unlock(ctx);

@@ -14,6 +14,10 @@
  * later loads compare.  A context never seeded nor loaded keeps its
  * entries at seed_all(0)'s positions for its current rank (seed.c,
  * rs_seed_default): open puts them there, set_rank moves them along.
+ *
+ * Close: a RNGSNAP_RESUME context that never loaded is reported first
+ * (resumed.c); a failed open frees what it built without that report.
+ * Open also notes the process's fork generation (fork.h).
  */
 #include <errno.h>
 #include <limits.h>
@@ -23,6 +27,7 @@
 
 #include "config.h"
 #include "context.h"
+#include "fork.h"
 #include "internal.h"
 #include "loader.h"
 #include "lock.h"
@@ -133,6 +138,8 @@ int rngsnap_get_rank(const rngsnap *ctx, int *rank, int *world_size)
 }
 
 /* ---- open / close ----------------------------------------------------- */
+
+static void free_context(struct rngsnap *ctx);
 
 /* "rngsnap_rocm" of ".../rngsnap_rocm.so": what `plugin =` would say. */
 static const char *near_name(const char *path)
@@ -286,6 +293,7 @@ int rngsnap_open(rngsnap **out, const char *ini_path, unsigned flags)
     if (!ctx)
         return rs_error(NULL, RNGSNAP_E_NOMEM, "out of memory");
     ctx->id = rs_new_ctx_id();
+    ctx->fork_gen = rs_fork_track(); /* this process's, fork.h */
     pthread_mutex_init(&ctx->lock, NULL);
     ctx->flags = flags;
     ctx->awaiting_load = (flags & RNGSNAP_RESUME) ? 1 : 0;
@@ -305,7 +313,7 @@ int rngsnap_open(rngsnap **out, const char *ini_path, unsigned flags)
     rs_config_free(&cfg);
     if (rc) {
         rs_set_open_error(rngsnap_errmsg(ctx));
-        rngsnap_close(ctx);
+        free_context(ctx); /* no close report: the job never had it */
         return rc;
     }
     ctx->usable = rs_check_usable(ctx) == RNGSNAP_OK;
@@ -319,6 +327,12 @@ void rngsnap_close(rngsnap *ctx)
 {
     if (!ctx)
         return;
+    rs_close_report(ctx); /* resumed.c: a RESUME context that never loaded */
+    free_context(ctx);
+}
+
+static void free_context(struct rngsnap *ctx)
+{
     rs_ledger_close(ctx);
     rs_registry_free(ctx);
     /* Streams are closed; now each backend context, then its plugin:

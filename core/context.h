@@ -66,9 +66,9 @@ struct rngsnap_stream {
     int device;
     const char *name;    /* points into backend->streams               */
     void *handle;        /* plugin's stream                             */
-    /* Drawn (generate, reserve) at least once.  A RESUME context draws
-     * only after its load, and refuses another load then
-     * (rs_reload_gate). */
+    /* Drawn (generate, reserve) since the context's last load (or ever,
+     * before its first): a resumed context refuses another load then
+     * (rs_reload_gate).  Cleared by every successful load. */
     atomic_int drawn;
 };
 
@@ -104,7 +104,13 @@ struct rngsnap {
     size_t napps;
     int rank, world_size;
     atomic_int awaiting_load; /* RESUME gate: draws refused until a load */
-    atomic_int loaded;   /* a load has succeeded                        */
+    atomic_int loaded;   /* a load has succeeded (ever: rngsnap_branch
+                            keeps it, the seed gate and rs_seed_default
+                            read it)                                   */
+    /* A load has succeeded and no rngsnap_branch since: the context
+     * resumes a run, so seed_all, a load after draws and a late
+     * register_state are refused (resumed.c). */
+    atomic_int resumed;
     atomic_int seeded;   /* a seed_all has succeeded: with `loaded`, what
                             lets draws through (rs_seed_gate)          */
     int log_level;       /* rng.ini `log` (RS_LOG_UNSET: no key);
@@ -116,6 +122,9 @@ struct rngsnap {
      * started from (all zero: none); recorded by every save_ranks. */
     uint8_t forked_from[16];
     struct rs_ledger *ledger; /* rngsnap_ledger_open's, or NULL (ledger.c) */
+    /* rs_fork_generation when opened: another value means this process
+     * is a fork() child of the one that opened the context (fork.h). */
+    unsigned long fork_gen;
 };
 
 /* Set the calling thread's message on ctx (printf-style) and return

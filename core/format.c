@@ -160,8 +160,9 @@ void rs_fmt_section_label(const rngsnap_file_section *s, char *out,
         snprintf(out, outlen, "app state %s", s->name);
 }
 
-/* Best-effort "(cpu:0/dropout)" of a section whose bytes are not verified
- * yet: only what lies inside [p, end) is read. */
+/* Best-effort "cpu:0/dropout" of a section whose bytes are not verified
+ * yet ("" when the fields cannot be read): only what lies inside
+ * [p, end) is read. */
 static void raw_label(const uint8_t *p, const uint8_t *end, char *out,
                       size_t outlen)
 {
@@ -183,9 +184,25 @@ static void raw_label(const uint8_t *p, const uint8_t *end, char *out,
         return;
     sanitize(n, sizeof n, q, nl);
     if (kind == RNGSNAP_SECTION_STREAM)
-        snprintf(out, outlen, " (%s:%d/%s)", b, (int)dev, n);
+        snprintf(out, outlen, "%s:%d/%s", b, (int)dev, n);
     else if (kind == RNGSNAP_SECTION_APP)
-        snprintf(out, outlen, " (app state %s)", n);
+        snprintf(out, outlen, "app state %s", n);
+}
+
+/* What a message says of a damaged section's label: the section is named
+ * by its place, since the damage may have hit the header that names it
+ * ("cpu:16/dropout" for the stream saved as cpu:0/dropout). */
+static void damaged_hint(const uint8_t *p, const uint8_t *end, char *out,
+                         size_t outlen)
+{
+    char label[160];
+    raw_label(p, end, label, sizeof label);
+    if (label[0])
+        snprintf(out, outlen, " (its label as read from the damaged bytes: "
+                 "%s)", label);
+    else
+        snprintf(out, outlen, " (its label cannot be read from the damaged "
+                 "bytes)");
 }
 
 /* A name field: u16 len, len bytes without NUL, then a NUL. */
@@ -287,7 +304,7 @@ static int decode_section(const uint8_t *p, const uint8_t *end, size_t i,
                           rs_fmt_section *s, char *err, size_t errlen)
 {
     size_t at = (size_t)(p - base);
-    char hint[160];
+    char hint[240];
     if (end - p < 8)
         return fail(err, errlen, what,
                     "truncated at byte %zu: section %zu header needs 8 "
@@ -295,19 +312,19 @@ static int decode_section(const uint8_t *p, const uint8_t *end, size_t i,
                     at, i, (size_t)(end - p));
     uint32_t kind = get32(p), size = get32(p + 4);
     if (size < RS_FMT_SECTION_MIN || size > (size_t)(end - p)) {
-        raw_label(p, end, hint, sizeof hint);
+        damaged_hint(p, end, hint, sizeof hint);
         return fail(err, errlen, what,
-                    "section %zu%s at byte %zu: size %u does not fit "
-                    "(%zu bytes remain before the trailer)",
-                    i, hint, at, size, (size_t)(end - p));
+                    "section %zu at byte %zu: size %u does not fit "
+                    "(%zu bytes remain before the trailer)%s",
+                    i, at, size, (size_t)(end - p), hint);
     }
     const uint8_t *send = p + size; /* one past the checksum */
     uint64_t sum = get64(send - 8);
     if (XXH3_64bits(p, size - 8) != sum) {
-        raw_label(p, send - 8, hint, sizeof hint);
+        damaged_hint(p, send - 8, hint, sizeof hint);
         return fail(err, errlen, what,
-                    "section %zu%s at byte %zu: checksum mismatch", i, hint,
-                    at);
+                    "section %zu at byte %zu: checksum mismatch%s", i, at,
+                    hint);
     }
     /* From here the bytes are what the writer wrote; still bound every
      * field by the section's own end, a buggy writer is no excuse. */

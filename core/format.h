@@ -44,7 +44,7 @@ typedef struct rs_fmt_view {
     rs_fmt_section *sections; /* header.section_count of them (malloc) */
     /* After a failed decode: 1 + the index of the section that failed
      * (0: none), and its label as its possibly damaged header reads,
-     * " (cpu:0/augment)", or "" where unreadable. */
+     * "cpu:0/augment", or "" where unreadable. */
     uint32_t damaged;
     char damaged_label[160];
 } rs_fmt_view;

@@ -100,11 +100,6 @@ int rs_plugin_rc(struct rngsnap *ctx, rs_backend *b, int rc,
  * the context's unusable error, or RNGSNAP_E_ORDER naming call and s
  * before a RESUME context has loaded. */
 int rs_stream_gate(rngsnap_stream *s, rs_word_id call);
-/* The gate's other half, for every load: RNGSNAP_OK, or, in a RESUME
- * context whose streams have drawn (only ever after its load),
- * RNGSNAP_E_ORDER naming each of them after what ("load <path>",
- * "load_ranks <dir>").  Nothing is changed. */
-int rs_reload_gate(struct rngsnap *ctx, const char *what);
 /* The seed gate of draws (n > 0), reserves (n > 0) and keyed streams:
  * RNGSNAP_E_ORDER naming call, s, seed_all and load until the context
  * has been seeded or loaded, so that no run draws from a seed it never
@@ -114,6 +109,28 @@ int rs_seed_gate(rngsnap_stream *s, rs_word_id call);
  * or "call on <stream>: at is NULL". */
 int rs_stream_at_args(rngsnap_stream *s, const rngsnap_philox *at,
                       rs_word_id call);
+
+/* ---- resumed.c ---- */
+
+/* After a successful load (every stream locked): the context is loaded
+ * and resumed, no longer awaits a load, and no stream has drawn since. */
+void rs_mark_loaded(struct rngsnap *ctx);
+/* RNGSNAP_OK, or RNGSNAP_E_ORDER naming rngsnap_branch when ctx is a
+ * resumed context: for seed_all, and for register_state of name. */
+int rs_resumed_seed_gate(struct rngsnap *ctx);
+int rs_resumed_register_gate(struct rngsnap *ctx, const char *name);
+/* The gate of every load: RNGSNAP_OK, or, in a resumed context whose
+ * streams have drawn since its load, RNGSNAP_E_ORDER naming each of them
+ * after what ("load <path>", "load_ranks <dir>").  Nothing is changed. */
+int rs_reload_gate(struct rngsnap *ctx, const char *what);
+/* rngsnap_close: a RNGSNAP_RESUME context that never loaded says so on
+ * stderr (rs_warn_default), naming the missing load. */
+void rs_close_report(const struct rngsnap *ctx);
+/* The end of every refusal of a RNGSNAP_RESUME context awaiting its load
+ * (a draw, a save): how to start a first run instead, with no checkpoint
+ * to load.  Its two %s: the RESUME word and the seed_all word. */
+#define RS_FIRST_RUN "On a first run, with no checkpoint yet, open the " \
+                     "context without %s and seed it (%s)"
 
 /* ---- seed.c ---- */
 

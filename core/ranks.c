@@ -24,6 +24,7 @@
 #include <xxhash.h>
 
 #include "context.h"
+#include "fork.h"
 #include "internal.h"
 #include "lock.h"
 #include "manifest.h"
@@ -383,9 +384,11 @@ static int save_ranks_locked(job *j, unsigned flags)
     if (!rc && atomic_load(&ctx->awaiting_load))
         rc = rs_error(ctx, RNGSNAP_E_ORDER,
                       "%s %s: this context was opened with %s and has not "
-                      "loaded a checkpoint yet (call %s first)",
-                      j->op, j->dir, rs_word(ctx, RS_W_RESUME),
-                      rs_word(ctx, RS_W_LOAD_RANKS));
+                      "loaded a checkpoint yet (call %s first). "
+                      RS_FIRST_RUN, j->op, j->dir, rs_word(ctx, RS_W_RESUME),
+                      rs_word(ctx, RS_W_LOAD_RANKS),
+                      rs_word(ctx, RS_W_RESUME),
+                      rs_word(ctx, RS_W_SEED_ALL));
     if (!rc && c->rank == 0)
         rc = prepare_dir(j, flags, id);
     uint8_t *ids = malloc((size_t)c->size * RS_MAN_ID_SIZE);
@@ -517,6 +520,11 @@ static int run_job(rngsnap *ctx, const rngsnap_comm *comm, const char *dir,
 {
     if (!ctx)
         return RNGSNAP_E_INVALID;
+    if (rs_forked(ctx)) { /* this process alone, before the lock (fork.h) */
+        char what[RS_ERRMSG_MAX];
+        snprintf(what, sizeof what, "%s %s", op, dir ? dir : "");
+        return rs_fork_refuse(ctx, what, strcmp(op, "load_ranks") == 0);
+    }
     rs_ctx_lock(ctx);
     int rc = comm_usable(ctx, comm, op);
     if (!rc) {
@@ -792,8 +800,7 @@ static int load_ranks_locked(job *j, unsigned flags)
     } else {
         memcpy(ctx->forked_from, fork ? m->id : m->forked_from,
                sizeof ctx->forked_from);
-        atomic_store(&ctx->loaded, 1);
-        atomic_store(&ctx->awaiting_load, 0);
+        rs_mark_loaded(ctx); /* a fork onto another world size too */
     }
     rs_streams_unlock_all(ctx);
 out:

@@ -2,7 +2,8 @@
  * registry.c - the one list of (backend, device, stream) entries, in its
  * fixed order (backends in rng.ini order, devices 0..n-1, streams in the
  * listed order), and everything that walks or draws from it: lookup,
- * generate/reserve behind the resume gate, and backend listing.
+ * generate/reserve behind the resume, seed and fork gates, and backend
+ * listing.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -10,6 +11,7 @@
 #include <string.h>
 
 #include "context.h"
+#include "fork.h"
 #include "internal.h"
 #include "lock.h"
 #include "words.h"
@@ -236,54 +238,15 @@ int rs_stream_gate(rngsnap_stream *s, rs_word_id call)
         char label[600];
         return rs_error(ctx, RNGSNAP_E_ORDER, "%s on stream %s refused: the "
                         "context was opened with %s and no checkpoint has "
-                        "been loaded yet (call %s first)", rs_word(ctx, call),
+                        "been loaded yet (call %s first). " RS_FIRST_RUN,
+                        rs_word(ctx, call),
                         rs_stream_label(s, label, sizeof label),
                         rs_word(ctx, RS_W_RESUME),
-                        rs_word(ctx, RS_W_LOAD_ANY));
+                        rs_word(ctx, RS_W_LOAD_ANY),
+                        rs_word(ctx, RS_W_RESUME),
+                        rs_word(ctx, RS_W_SEED_ALL));
     }
     return RNGSNAP_OK;
-}
-
-/* A resumed job that loads again after drawing would rewind the streams
- * it drew to the checkpoint's positions and replay numbers it has
- * already used, with nothing to say so; as seeding after the load, that
- * is refused.  Draws are refused before the first load, so `drawn` is
- * only ever set after it, and stays set: no later load may rewind. */
-int rs_reload_gate(struct rngsnap *ctx, const char *what)
-{
-    if (!(ctx->flags & RNGSNAP_RESUME))
-        return RNGSNAP_OK;
-    char names[900] = "", label[600];
-    size_t ndrawn = 0, listed = 0, used = 0;
-    for (size_t i = 0; i < ctx->nstreams; i++) {
-        rngsnap_stream *s = &ctx->streams[i];
-        if (!atomic_load_explicit(&s->drawn, memory_order_relaxed))
-            continue;
-        ndrawn++;
-        rs_stream_label(s, label, sizeof label);
-        /* Every one that fits; the rest are counted. */
-        size_t need = strlen(label) + (listed ? 2 : 0);
-        if (used + need + 1 > sizeof names)
-            continue;
-        used += (size_t)snprintf(names + used, sizeof names - used, "%s%s",
-                                 listed ? ", " : "", label);
-        listed++;
-    }
-    if (ndrawn == 0)
-        return RNGSNAP_OK;
-    char more[48] = "";
-    if (ndrawn > listed)
-        snprintf(more, sizeof more, " and %zu more", ndrawn - listed);
-    return rs_error(ctx, RNGSNAP_E_ORDER, "%s refused, nothing restored: "
-                    "this context was opened with %s and has drawn from "
-                    "stream%s %s%s since its load; loading again would "
-                    "rewind %s to the checkpoint's positions and replay "
-                    "numbers already used. Load once, before the first "
-                    "draw; to go back to a checkpoint on purpose, load it "
-                    "into a new context (%s)",
-                    what, rs_word(ctx, RS_W_RESUME), ndrawn > 1 ? "s" : "",
-                    names, more, ndrawn > 1 ? "them" : "it",
-                    rs_word(ctx, RS_W_OPEN));
 }
 
 int rs_seed_gate(rngsnap_stream *s, rs_word_id call)
@@ -335,6 +298,8 @@ int rngsnap_generate(rngsnap_stream *s, rngsnap_dist dist, void *out,
         return rc;
     if ((rc = rs_seed_gate(s, RS_W_GENERATE)))
         return rc;
+    if (rs_forked(s->ctx))
+        return rs_fork_refuse_draw(s, RS_W_GENERATE);
     unsigned long mark = rs_error_mark();
     rs_stream_lock(s);
     atomic_store_explicit(&s->drawn, 1, memory_order_relaxed);
@@ -367,6 +332,8 @@ int rngsnap_reserve(rngsnap_stream *s, uint64_t n, rngsnap_philox *at)
     rc = rs_stream_gate(s, RS_W_RESERVE);
     if (!rc && n) /* n = 0 only reports the position */
         rc = rs_seed_gate(s, RS_W_RESERVE);
+    if (!rc && n && rs_forked(s->ctx))
+        rc = rs_fork_refuse_draw(s, RS_W_RESERVE);
     if (rc)
         return rc;
     if (!RNGSNAP_BACKEND_HAS(s->backend->vt, reserve))

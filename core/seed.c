@@ -211,12 +211,8 @@ static int seed_all_locked(struct rngsnap *ctx, uint64_t seed)
     int rc = rs_check_usable(ctx);
     if (rc)
         return rc;
-    if ((ctx->flags & RNGSNAP_RESUME) && ctx->loaded)
-        return rs_error(ctx, RNGSNAP_E_ORDER, "%s refused: the context was "
-                        "opened with %s and a checkpoint has been loaded; "
-                        "seeding now would throw the restored positions "
-                        "away", rs_word(ctx, RS_W_SEED_ALL),
-                        rs_word(ctx, RS_W_RESUME));
+    if ((rc = rs_resumed_seed_gate(ctx))) /* resumed.c */
+        return rc;
     rc = seed_entries(ctx, seed);
     if (!rc) { /* fresh seeds: no fork in this job's history any more */
         memset(ctx->forked_from, 0, sizeof ctx->forked_from);

@@ -52,6 +52,8 @@ static const char *const rs_words[RS_W_COUNT][RS_LANG_COUNT] = {
     /* "app state X: load callback returned 1" / "...: its load
      * callable failed" (the binding adds what the callable raised). */
     [RS_W_CALLBACK]       = {"callback", "callable"},
+    [RS_W_BRANCH]         = {"rngsnap_branch", "ctx.branch()"},
+    [RS_W_CLOSE]          = {"rngsnap_close", "ctx.close()"},
 };
 
 /* App states that a host language's own layer registers as a family,

@@ -47,6 +47,8 @@ typedef enum rs_word_id {
     RS_W_REGISTER_APP,   /* every call that registers app state */
     RS_W_CONFIG,         /* how a job names its rng.ini         */
     RS_W_CALLBACK,       /* an app state's save/load function   */
+    RS_W_BRANCH,         /* leave a resumed run on purpose       */
+    RS_W_CLOSE,          /* close a context                     */
     RS_W_COUNT
 } rs_word_id;
 

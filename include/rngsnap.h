@@ -20,8 +20,8 @@
  *    call is whole, and the words they get together are exactly the
  *    stream's next words, in the order the calls took the lock;
  *  - rngsnap_seed_all, rngsnap_save, rngsnap_load (and their _mem
- *    forms), rngsnap_register_state, rngsnap_unregister_state and
- *    rngsnap_set_rank are serialised with each other; save, load and
+ *    forms), rngsnap_register_state, rngsnap_unregister_state,
+ *    rngsnap_set_rank and rngsnap_branch are serialised with each other; save, load and
  *    seed_all hold every stream's lock while they read or set states, so
  *    a save while other threads draw records every stream at a position
  *    reached by whole calls, and a draw never sees half a load (its file
@@ -33,6 +33,18 @@
  *    any of its stream handles; rngsnap_open of several contexts at once
  *    is safe.
  * Plugins see the matching contract (docs/plugin-guide.md, "Threads").
+ *
+ * Processes.  A context belongs to the process that opened it.  In a
+ * fork() child, its non-keyed draws (rngsnap_generate, rngsnap_reserve
+ * of n > 0), its saves and its loads (every form) are RNGSNAP_E_ORDER:
+ * the child's copy of a stream would give exactly the parent's numbers,
+ * and its copy of the states is not the job's.  Keyed draws
+ * (rngsnap_derive, rngsnap_generate_at), reading positions and listing
+ * stay allowed: a data-loader worker draws from keys (its id, the
+ * sample's index).  The parent is unaffected; a context opened in the
+ * child is the child's own.  A draw pays one relaxed atomic load for
+ * this (no getpid() call).  The refusals take no lock, so a lock that
+ * another of the parent's threads held at the fork cannot hang them.
  */
 #ifndef RNGSNAP_H
 #define RNGSNAP_H
@@ -66,7 +78,11 @@ enum {
     RNGSNAP_E_EXISTS = 5,      /* save target exists, no REPLACE flag       */
     RNGSNAP_E_CORRUPT = 6,     /* checksum, truncation, unknown format      */
     RNGSNAP_E_MISMATCH = 7,    /* checkpoint does not match the registry    */
-    RNGSNAP_E_ORDER = 8,       /* resume gate: draw before load, seed after */
+    RNGSNAP_E_ORDER = 8,       /* out of order: a draw before the load of a
+                                  RESUME context; after a load, seed_all, a
+                                  load after draws, a late register_state
+                                  (until rngsnap_branch); in a fork()
+                                  child, a non-keyed draw, save or load   */
     RNGSNAP_E_INVALID = 9,     /* bad argument                              */
     RNGSNAP_E_NOMEM = 10,      /* out of memory                             */
     RNGSNAP_E_BACKEND = 11,    /* a plugin call failed                      */
@@ -77,8 +93,11 @@ enum {
 
 /* ---- flags -------------------------------------------------------------- */
 
-/* rngsnap_open: the job is resuming.  Draws are refused (RNGSNAP_E_ORDER)
- * until rngsnap_load succeeds; rngsnap_seed_all is refused after it. */
+/* rngsnap_open: the job is resuming.  Draws and saves are refused
+ * (RNGSNAP_E_ORDER) until a load succeeds, and rngsnap_close of a
+ * context that never loaded says so on stderr.  What a context refuses
+ * AFTER its load does not depend on this flag: see "Resumed contexts"
+ * at rngsnap_branch. */
 #define RNGSNAP_RESUME 0x1u
 /* rngsnap_open: list only.  A required backend without devices does not
  * fail the open; it is marked unavailable (see rngsnap_backend_get), and
@@ -168,7 +187,11 @@ typedef struct rngsnap_state_ops {
  * the message (kept per thread). */
 RNGSNAP_API int rngsnap_open(rngsnap **ctx, const char *ini_path,
                              unsigned flags);
-/* Close the context and unload its plugins.  NULL is accepted. */
+/* Close the context and unload its plugins.  NULL is accepted.  A
+ * context opened with RNGSNAP_RESUME that never loaded a checkpoint is
+ * reported on stderr ("rngsnap warn: rngsnap_close: ... never loaded a
+ * checkpoint ..."), unless RNGSNAP_LOG or rng.ini's `log` is set below
+ * warn: the job resumed nothing. */
 RNGSNAP_API void rngsnap_close(rngsnap *ctx);
 
 /* Rank and world size used by seeding and recorded in checkpoints.
@@ -187,6 +210,31 @@ RNGSNAP_API int rngsnap_get_rank(const rngsnap *ctx, int *rank,
  * them there), so even a checkpoint saved unseeded holds no two equal
  * streams. */
 RNGSNAP_API int rngsnap_seed_all(rngsnap *ctx, uint64_t seed);
+
+/* Resumed contexts (strict by default).  A context that has loaded a
+ * checkpoint (rngsnap_load, rngsnap_load_mem, rngsnap_load_ranks or
+ * rngsnap_mpi_load, a RNGSNAP_LOAD_FORK onto another world size too)
+ * resumes that run from then on, whatever its open flags:
+ * rngsnap_seed_all, a load after any stream has drawn (rngsnap_generate,
+ * rngsnap_reserve of n > 0) since the last load, and
+ * rngsnap_register_state are RNGSNAP_E_ORDER and change nothing.  A load
+ * again before any draw is allowed; keyed draws (rngsnap_generate_at) do
+ * not count.
+ *
+ * rngsnap_branch is the one deliberate way out: a new run started from a
+ * checkpoint ("seeded from a checkpoint": load it, branch, seed_all with
+ * the new run's seed; or load another checkpoint on purpose).  After it
+ * the context is no longer a resumed one: seed_all, a load and
+ * register_state are allowed again, and the next successful load makes
+ * it a resumed one again.  The streams keep their loaded positions until
+ * then, and draws stay allowed.  Nothing is written into checkpoints:
+ * a seed_all after the branch clears the fork history that a multi-rank
+ * save records (rngsnap_manifest_info.forked_from), as any seeding does.
+ * Returns RNGSNAP_OK (also when called again), RNGSNAP_E_ORDER when the
+ * context has never loaded a checkpoint (nothing to branch from),
+ * RNGSNAP_E_INVALID for a NULL ctx or a call from a save/load callback.
+ * Serialised with seed_all, save and load (rngsnap.h, "Threads"). */
+RNGSNAP_API int rngsnap_branch(rngsnap *ctx);
 
 /* ---- checkpoints ------------------------------------------------------- */
 
@@ -230,9 +278,9 @@ RNGSNAP_API void rngsnap_free(void *data);
 /* Register app-owned state under a unique name (1..255 bytes).  *ops is
  * copied; user is kept and passed to every callback, in the call pattern
  * described at rngsnap_state_ops.  Every later save writes it and every
- * later load requires it.  In a context opened with RNGSNAP_RESUME, a
- * registration after its load is RNGSNAP_E_ORDER (that load restored
- * nothing of it): register every app state before the load. */
+ * later load requires it.  In a resumed context (one that has loaded a
+ * checkpoint, see rngsnap_branch) it is RNGSNAP_E_ORDER (that load
+ * restored nothing of it): register every app state before the load. */
 RNGSNAP_API int rngsnap_register_state(rngsnap *ctx, const char *name,
                                        const rngsnap_state_ops *ops,
                                        void *user);
@@ -322,7 +370,8 @@ RNGSNAP_API int rngsnap_reserve(rngsnap_stream *s, uint64_t n,
  * call order.  It never overlaps s's own draws (another subsequence), and
  * two keys share a Philox stream only if a 63-bit hash collides.  Refused
  * (RNGSNAP_E_ORDER) before the load of a context opened with
- * RNGSNAP_RESUME. */
+ * RNGSNAP_RESUME.  Allowed in a fork() child, where non-keyed draws are
+ * refused ("Processes", at the top): the fix for a forked worker. */
 RNGSNAP_API int rngsnap_derive(rngsnap_stream *s, uint64_t k0, uint64_t k1,
                                rngsnap_philox *at);
 /* Draw n values of dist starting at *at with s's backend (out in the

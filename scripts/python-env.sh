@@ -6,7 +6,12 @@
 # requirements file is unchanged.  Sourced by scripts/test.sh; run directly
 # to make or refresh it:  bash scripts/python-env.sh [BUILD_DIR]
 #
-# rngsnap_python_env BUILD_DIR sets
+# rngsnap_python_env BUILD_DIR returns 0 (made or reused), 77 (it cannot
+# be made here: no python3, no venv module, a package index that cannot
+# be reached) or 1 (the index answered and refused a pin, or pip failed
+# otherwise: a broken requirements file, which a caller must not skip;
+# scripts/pip_verdict.py tells them apart from pip's own debug log), and
+# sets
 #   RNGSNAP_VENV_PY   the venv's interpreter, or empty when it could not be
 #                     made (then RNGSNAP_VENV_WHY says why, in one line)
 
@@ -26,7 +31,7 @@ rngsnap_python_env() {
   fi
   base=$(command -v python3) || {
     RNGSNAP_VENV_WHY="no python3 on PATH to make $venv from"
-    return 1
+    return 77
   }
   mkdir -p "$builddir"
   log="$builddir/python-env.log"
@@ -34,13 +39,23 @@ rngsnap_python_env() {
   rm -rf "$venv"
   if ! "$base" -m venv "$venv" > "$log" 2>&1; then
     RNGSNAP_VENV_WHY="$base cannot make a virtual environment ($(tail -n 1 "$log"))"
-    return 1
+    return 77
   fi
-  # pip's own retries are enough: a machine without the index answers at once.
+  # pip's own retries are enough: a machine without the index answers at
+  # once.  Its debug log (--log) says whether an index page could not be
+  # fetched, which the console output does not.
+  local verdict code
+  rm -f "$builddir/pip-debug.log"
   if ! "$venv/bin/python" -m pip install --disable-pip-version-check -q \
-       -r "$req" >> "$log" 2>&1; then
-    RNGSNAP_VENV_WHY="the package index could not be reached or refused a pin of $req (pip: $(grep -m1 -E 'ERROR|error:' "$log" | cut -c1-160))"
+       --log "$builddir/pip-debug.log" -r "$req" >> "$log" 2>&1; then
+    verdict=$("$base" scripts/pip_verdict.py "$builddir/pip-debug.log")
+    code=$?
     rm -rf "$venv"
+    if [ "$code" -eq 77 ]; then
+      RNGSNAP_VENV_WHY="the package index could not be reached for $req ($verdict)"
+      return 77
+    fi
+    RNGSNAP_VENV_WHY="pip install -r $req failed: $verdict (logs: $log, $builddir/pip-debug.log)"
     return 1
   fi
   echo "$want" > "$stamp"
@@ -50,5 +65,11 @@ rngsnap_python_env() {
 
 if [ "${BASH_SOURCE[0]}" = "$0" ]; then
   cd "$(dirname "$0")/.." || exit 2
-  rngsnap_python_env "${1:-build}" || { echo "python-env: $RNGSNAP_VENV_WHY"; exit 1; }
+  rngsnap_python_env "${1:-build}"
+  rc=$?
+  case $rc in
+    0) ;;
+    77) echo "python-env: SKIP: $RNGSNAP_VENV_WHY"; exit 77 ;;
+    *) echo "python-env: FAIL: $RNGSNAP_VENV_WHY"; exit 1 ;;
+  esac
 fi

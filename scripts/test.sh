@@ -39,12 +39,17 @@ rngsnap_install_deps || { echo "could not install dependencies"; echo "0 passed,
 # the package index cannot be reached, the Python suites run on Debian's
 # torch alone and the framework tests report themselves skipped.
 . scripts/python-env.sh
-if rngsnap_python_env "$builddir"; then
-  py_opts=(-Dpython="$RNGSNAP_VENV_PY" -Dpython_compat=/usr/bin/python3)
-else
-  echo "python-env: no pinned environment: $RNGSNAP_VENV_WHY; the Python suites run on /usr/bin/python3 (Debian's torch) and the framework tests are skipped"
-  py_opts=(-Dpython=/usr/bin/python3 -Dpython_compat=)
-fi
+rngsnap_python_env "$builddir"
+case $? in
+  0) py_opts=(-Dpython="$RNGSNAP_VENV_PY" -Dpython_compat=/usr/bin/python3) ;;
+  77)
+    echo "python-env: no pinned environment: $RNGSNAP_VENV_WHY; the Python suites run on /usr/bin/python3 (Debian's torch) and the framework tests are skipped"
+    py_opts=(-Dpython=/usr/bin/python3 -Dpython_compat=) ;;
+  *)  # the index refused a pin: a broken requirements file, not a skip
+    echo "python-env: FAIL: $RNGSNAP_VENV_WHY"
+    echo "0 passed, 1 failed"
+    exit 1 ;;
+esac
 
 if [ -f "$builddir/build.ninja" ]; then
   meson configure "$builddir" -Dwerror="$werror" "${py_opts[@]}" >/dev/null

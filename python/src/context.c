@@ -10,6 +10,7 @@
 #include "words.h" /* the core's: its messages in Python's words */
 #include "context.h" /* the core's: which streams have drawn */
 #include "internal.h" /* the core's: rs_register_state */
+#include "fork.h" /* the core's: is this a fork() child of the opener? */
 
 /* This thread's running save/load/ranks calls, innermost first. */
 static _Thread_local rsp_call *rsp_calls;
@@ -170,6 +171,42 @@ static PyObject *ctx_seed_all(rsp_context *self, PyObject *arg)
     if (rc)
         return rsp_raise(self, rc);
     Py_RETURN_NONE;
+}
+
+/* branch(): rngsnap_branch, the one deliberate way out of a resumed run
+ * (docs/python.md, "Branching a run on purpose").  The Python layer
+ * (rngsnap.Context.branch) lets go of what its own checks recorded. */
+static PyObject *ctx_branch(rsp_context *self, PyObject *unused)
+{
+    (void)unused;
+    rngsnap *ctx = rsp_ctx_get(self);
+    if (!ctx)
+        return NULL;
+    int rc;
+    RSP_WITHOUT_GIL(self, rc = rngsnap_branch(ctx));
+    if (rc)
+        return rsp_raise(self, rc);
+    Py_RETURN_NONE;
+}
+
+/* _fork_check(what, load): in a fork() child of the process that opened
+ * the context, the core's own refusal of a save (load=False) or a load
+ * of `what` ("ctx.save('ck')"), as OrderError; else None.  The Python
+ * layer asks it before its own checks of a save or load (an untracked
+ * scan, the order of a resumed job), so that a forked worker is told
+ * why in the core's words, whatever else it would have found. */
+static PyObject *ctx_fork_check(rsp_context *self, PyObject *args)
+{
+    const char *what;
+    int load;
+    if (!PyArg_ParseTuple(args, "sp:_fork_check", &what, &load))
+        return NULL;
+    rngsnap *ctx = rsp_ctx_get(self);
+    if (!ctx)
+        return NULL;
+    if (!rs_forked(ctx))
+        Py_RETURN_NONE;
+    return rsp_raise(self, rs_fork_refuse(ctx, what, load));
 }
 
 /* save/load: file I/O without the GIL; callbacks take it back. */
@@ -433,11 +470,29 @@ static PyObject *ctx_streams_drawn(rsp_context *self, PyObject *unused)
     return out;
 }
 
+/* Opened with resume=True and no load yet (the core's resume gate). */
+static PyObject *ctx_awaiting_load(rsp_context *self, PyObject *unused)
+{
+    (void)unused;
+    rngsnap *ctx = rsp_ctx_get(self);
+    if (!ctx)
+        return NULL;
+    return PyBool_FromLong(atomic_load(&ctx->awaiting_load));
+}
+
 static PyMethodDef ctx_methods[] = {
+    {"_awaiting_load", (PyCFunction)ctx_awaiting_load, METH_NOARGS,
+     "Opened with resume=True and not loaded yet (internal)."},
     {"_streams_drawn", (PyCFunction)ctx_streams_drawn, METH_NOARGS,
      "Labels of the streams drawn since the open (internal)."},
+    {"_fork_check", (PyCFunction)ctx_fork_check, METH_VARARGS,
+     "_fork_check(what, load): OrderError in a fork() child (internal)."},
     {"close", (PyCFunction)ctx_close, METH_NOARGS,
      "Close the context (streams of it then raise Error)."},
+    {"branch", (PyCFunction)ctx_branch, METH_NOARGS,
+     "branch(): leave the resumed run on purpose (a new run started from "
+     "the loaded checkpoint): seed_all, a load and register_state are "
+     "allowed again."},
     {"__enter__", (PyCFunction)ctx_enter, METH_NOARGS, NULL},
     {"__exit__", (PyCFunction)ctx_exit, METH_VARARGS, NULL},
     {"seed_all", (PyCFunction)ctx_seed_all, METH_O,

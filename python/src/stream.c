@@ -305,7 +305,25 @@ static PyObject *stream_repr(rsp_stream *self)
                                 rngsnap_stream_name(self->s));
 }
 
+/* pickle (a DataLoader worker started by spawn or forkserver, any
+ * multiprocessing): refused, saying why and what crosses instead. */
+static PyObject *no_pickle(PyObject *self, PyObject *unused)
+{
+    (void)unused;
+    return PyErr_Format(PyExc_TypeError,
+                        "cannot pickle an %s: a stream's position belongs "
+                        "to the process that opened its rngsnap.Context, "
+                        "and a copy in another process (a DataLoader worker "
+                        "started by spawn or forkserver) would draw the "
+                        "same numbers as the original. Send keys instead "
+                        "and draw in the main process "
+                        "(rngsnap.torch.ResumableSampler with KeyedDataset: "
+                        "only integers and bytes cross into a worker)",
+                        Py_TYPE(self)->tp_name);
+}
+
 static PyMethodDef stream_methods[] = {
+    {"__reduce__", no_pickle, METH_NOARGS, NULL},
     {"generate", (PyCFunction)(void (*)(void))stream_generate,
      METH_VARARGS | METH_KEYWORDS,
      "generate(dist, n) -> numpy array; generate(dist, out=buffer) -> out"},
@@ -398,6 +416,7 @@ static PyObject *keyed_position(rsp_keyed *self, PyObject *unused)
 }
 
 static PyMethodDef keyed_methods[] = {
+    {"__reduce__", no_pickle, METH_NOARGS, NULL},
     {"generate", (PyCFunction)(void (*)(void))keyed_generate,
      METH_VARARGS | METH_KEYWORDS,
      "generate(dist, n) / generate(dist, out=buffer), as Stream.generate"},

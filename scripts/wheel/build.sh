@@ -3,7 +3,9 @@
 #
 #  1. <OUT>/venv: the pinned wheel tools (scripts/wheel/requirements.txt),
 #     remade when that file changes; exit 77 when it cannot be made (no
-#     python3 venv, no package index), saying why.
+#     python3 venv, a package index that cannot be reached), saying why;
+#     exit 1 when the index answered and refused a pin (a broken build:
+#     scripts/pip_verdict.py tells the two apart from pip's debug log).
 #  2. python -m build --wheel with build isolation (pyproject.toml's pinned
 #     meson-python, Meson, ninja), Meson's build folder kept in
 #     <OUT>/mesonpy-build so that a rerun compiles only what changed.
@@ -35,9 +37,15 @@ else
   rm -rf "$venv"
   "$base" -m venv "$venv" > "$out/venv.log" 2>&1 ||
     skip "$base cannot make a virtual environment ($(tail -n 1 "$out/venv.log"))"
-  "$venv/bin/python" -m pip install --disable-pip-version-check -q -r "$req" \
-    >> "$out/venv.log" 2>&1 ||
-    skip "the package index could not be reached or refused a pin of scripts/wheel/requirements.txt (pip: $(grep -m1 -E 'ERROR|error:' "$out/venv.log" | cut -c1-160))"
+  rm -f "$out/pip-debug.log"
+  if ! "$venv/bin/python" -m pip install --disable-pip-version-check -q \
+       --log "$out/pip-debug.log" -r "$req" >> "$out/venv.log" 2>&1; then
+    verdict=$("$base" "$src/scripts/pip_verdict.py" "$out/pip-debug.log")
+    code=$?
+    rm -rf "$venv"
+    [ "$code" -eq 77 ] && skip "the package index could not be reached for scripts/wheel/requirements.txt ($verdict)"
+    fail "pip install -r scripts/wheel/requirements.txt: $verdict (logs: $out/venv.log, $out/pip-debug.log)"
+  fi
   echo "$want" > "$stamp"
   echo "wheel: made $venv from $base"
 fi

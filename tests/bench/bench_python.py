@@ -10,9 +10,12 @@ Figures only, no thresholds (docs/performance.md, "Python").
     PYTHONPATH=python:build/python python3 tests/bench/bench_python.py \
         [--quick] [--dir DIR] [--objects N]
 
-Then the untracked-generator scan that a save runs (docs/python.md,
-"Untracked generators") in a process holding N more Python objects
-(default 1000000), next to torch.save of the same states into io.BytesIO.
+Then what every save of a job without rngsnap.torch.track() pays to
+compare torch's, NumPy's and random's global generators with the last
+save's (issue 31, item 1), and the untracked-generator scan that a save
+runs (docs/python.md, "Untracked generators") in a process holding N more
+Python objects (default 1000000), next to torch.save of the same states
+into io.BytesIO.
 
 A flip is byte i XOR 0xff.  Before each load the live generators are set
 to a baseline B different from the saved states S; after it:
@@ -252,6 +255,7 @@ def main():
           "times are medians of %d; flips of every %s)" % (
               len(ways[0].ctx.streams()), n,
               "16th byte" if step > 1 else "byte"))
+    globals_check(200 if args.quick else 2000, work=args.dir)
     untracked_scan(args.objects or (200_000 if args.quick else 1_000_000),
                    work=args.dir)
 
@@ -261,6 +265,52 @@ class _Obj:
 
     def __init__(self, i):
         self.i, self.items = i, [i]
+
+
+def globals_check(n, work=None):
+    """What a save adds to compare the three process-wide generators with
+    the last save's (issue 31, item 1): the check alone (medians of n, wall
+    and CPU), then a save of a context without track() next to the same
+    save with the report off (untracked="ignore").  No scan is due in
+    between (the schedule is set as after a scan that took a second)."""
+    from rngsnap._context import untracked
+    folder = tempfile.mkdtemp(prefix="bench_globals.", dir=work)
+    path = os.path.join(folder, "ck")
+    ctx = rngsnap.Context(untracked="warn")
+    ctx.seed_all(1)
+    untracked._schedule.last_end = untracked._clock()
+    untracked._schedule.last_cost = 1.0  # no scan for the next 100 s
+    print("per-save check of the global generators, no track() (wall / "
+          "CPU us, medians of %d)" % n)
+
+    def row(what, fn, draw=False):
+        for _ in range(n // 10):  # warm up: caches, the first-time reads
+            fn()
+        wall, cpu = [], []
+        for _ in range(n):
+            if draw:  # changed since the last save: a report to build
+                torch.rand(1), np.random.rand(), random.random()
+            t, c = time.perf_counter(), time.process_time()
+            fn()
+            wall.append(time.perf_counter() - t)
+            cpu.append(time.process_time() - c)
+        print("  %-42s %9.1f %9.1f" % (what, statistics.median(wall) * 1e6,
+                                       statistics.median(cpu) * 1e6))
+    row("the check, nothing drawn since the last", ctx._watch.quick)
+    row("the check, all three drawn since the last", ctx._watch.quick,
+        draw=True)
+    ctx.untracked = "ignore"
+    row('ctx.save_bytes(), untracked="ignore"', ctx.save_bytes)
+    ctx.untracked = "warn"
+    row('ctx.save_bytes(), untracked="warn" (checks)', ctx.save_bytes)
+    held = rngsnap.Context(untracked="ignore")
+    rngsnap.torch.track(held, fingerprint="off")
+    row("the check, an open context's track() holds them",
+        ctx._watch.quick)
+    held.close()
+    ctx.close()
+    untracked._schedule.last_end = None
+    os.rmdir(folder)
 
 
 def untracked_scan(n_objects, work=None):

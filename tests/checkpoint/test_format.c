@@ -225,14 +225,36 @@ static void messages_name_the_damage(void **state)
     (void)state;
     size_t len;
     uint8_t *b = build(&len);
-    char err[512];
-    /* the state of section 1 (cpu:1/dropout) */
-    size_t s1 = rs_fmt_section_size(3, 7, 24);
-    b[64 + s1 + 40] ^= 1;
+    char err[512], want[512];
+    /* A damaged section is named by its place; its label is only what
+     * the damaged bytes read (issue 31: a flipped device byte read
+     * "section 1 (cpu:17/dropout)" for the stream saved as
+     * cpu:1/dropout).  The state of section 1 (cpu:1/dropout): */
+    size_t s1 = rs_fmt_section_size(3, 7, 24), at1 = 64 + s1;
+    b[at1 + 40] ^= 1;
     assert_int_equal(decode_rc(b, len, err, sizeof err), RNGSNAP_E_CORRUPT);
-    assert_non_null(strstr(err, "section 1 (cpu:1/dropout)"));
-    assert_non_null(strstr(err, "checksum mismatch"));
-    b[64 + s1 + 40] ^= 1;
+    snprintf(want, sizeof want, "t.ckpt: section 1 at byte %zu: checksum "
+             "mismatch (its label as read from the damaged bytes: "
+             "cpu:1/dropout)", at1);
+    assert_string_equal(err, want);
+    b[at1 + 40] ^= 1;
+    /* its device field (after kind, size, "cpu" and its NUL): 1 ^ 16 */
+    b[at1 + 14] ^= 16;
+    assert_int_equal(decode_rc(b, len, err, sizeof err), RNGSNAP_E_CORRUPT);
+    snprintf(want, sizeof want, "t.ckpt: section 1 at byte %zu: checksum "
+             "mismatch (its label as read from the damaged bytes: "
+             "cpu:17/dropout)", at1);
+    assert_string_equal(err, want);
+    b[at1 + 14] ^= 16;
+    /* its kind: no label can be read */
+    b[at1] ^= 4;
+    assert_int_equal(decode_rc(b, len, err, sizeof err), RNGSNAP_E_CORRUPT);
+    snprintf(want, sizeof want, "t.ckpt: section 1 at byte %zu: checksum "
+             "mismatch (its label cannot be read from the damaged bytes)",
+             at1);
+    assert_string_equal(err, want);
+    b[at1] ^= 4;
+    assert_int_equal(decode_rc(b, len, err, sizeof err), RNGSNAP_OK);
     assert_int_equal(decode_rc(b, len - 100, err, sizeof err),
                      RNGSNAP_E_CORRUPT);
     assert_non_null(strstr(err, "truncated"));

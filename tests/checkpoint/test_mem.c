@@ -209,6 +209,9 @@ static void bytes_and_files_load_both_ways(void **state)
     assert_non_null(fbytes);
     free(ct_draw_all(ctx, 50));
     app_set(&a, "progress 7");
+    /* a load after draws, on purpose: the loaded context's run is left
+     * first (otherwise RNGSNAP_E_ORDER, test_gate.c) */
+    assert_int_equal(rngsnap_branch(ctx), 0);
     assert_int_equal(rngsnap_load_mem(ctx, fbytes, flen, 0), 0);
     loaded = ct_take(ctx);
     assert_true(ct_snap_equal(at_save, loaded));
@@ -352,11 +355,41 @@ static void damaged_section_names_its_entry(void **state)
             snprintf(entry, sizeof entry, "app state progress");
         }
         snprintf(want, sizeof want, "checkpoint bytes: section %zu at byte "
-                 "%zu: checksum mismatch (where this context saves %s; its "
-                 "header is damaged); nothing restored", i, at[i], entry);
+                 "%zu: checksum mismatch (its label cannot be read from the "
+                 "damaged bytes); this context saves %s there; nothing "
+                 "restored", i, at[i], entry);
         assert_string_equal(rngsnap_errmsg(ctx), want);
         free(bad);
     }
+    /* A flip in the device field: the header reads another entry, which
+     * the message gives only as read from the damaged bytes, next to the
+     * entry this context saves there (issue 31, item 5). */
+    rngsnap_stream *s1 = rngsnap_stream_at(ctx, 1);
+    const char *b1 = rngsnap_stream_backend(s1);
+    int d1 = rngsnap_stream_device(s1);
+    size_t dev_at = at[1] + 8 + 2 + strlen(b1) + 1; /* kind, size, name */
+    uint8_t *bad = malloc(size);
+    memcpy(bad, data, size);
+    bad[dev_at] ^= 16;
+    assert_int_equal(rngsnap_load_mem(ctx, bad, size, 0), RNGSNAP_E_CORRUPT);
+    char want[600];
+    snprintf(want, sizeof want, "checkpoint bytes: section 1 at byte %zu: "
+             "checksum mismatch (its label as read from the damaged bytes: "
+             "%s:%d/%s); this context saves %s:%d/%s there; nothing "
+             "restored", at[1], b1, d1 ^ 16, rngsnap_stream_name(s1), b1, d1,
+             rngsnap_stream_name(s1));
+    assert_string_equal(rngsnap_errmsg(ctx), want);
+    /* the state damaged, the header sound: the label read is the entry's
+     * own, so nothing is added */
+    bad[dev_at] ^= 16;
+    bad[at[2] - 9] ^= 1; /* the last state byte of section 1 */
+    assert_int_equal(rngsnap_load_mem(ctx, bad, size, 0), RNGSNAP_E_CORRUPT);
+    snprintf(want, sizeof want, "checkpoint bytes: section 1 at byte %zu: "
+             "checksum mismatch (its label as read from the damaged bytes: "
+             "%s:%d/%s); nothing restored", at[1], b1, d1,
+             rngsnap_stream_name(s1));
+    assert_string_equal(rngsnap_errmsg(ctx), want);
+    free(bad);
     ct_snap after = ct_take(ctx);
     assert_true(ct_snap_equal(before, after));
     ct_snap_free(&before);
@@ -492,7 +525,10 @@ static void resume_gate_both_ways(void **state)
                         "save checkpoint bytes: this context was opened "
                         "with RNGSNAP_RESUME and has not loaded a "
                         "checkpoint yet (call rngsnap_load, "
-                        "rngsnap_load_mem or rngsnap_mpi_load first)");
+                        "rngsnap_load_mem or rngsnap_mpi_load first). On "
+                        "a first run, with no checkpoint yet, open the "
+                        "context without RNGSNAP_RESUME and seed it "
+                        "(rngsnap_seed_all)");
     assert_null(early);
     assert_int_equal(early_size, 0);
     /* a failed load keeps the gate shut */

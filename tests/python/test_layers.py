@@ -48,6 +48,7 @@ MODULES = {
     "rngsnap._context.comm": "context",
     "rngsnap._context.order": "context",
     "rngsnap._context.reseed": "context",
+    "rngsnap._context.mt_chain": "context",
     "rngsnap._context.generators": "context",
     "rngsnap._context.seeding": "context",
     "rngsnap._context.process_wide": "context",

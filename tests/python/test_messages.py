@@ -200,7 +200,9 @@ def test_refused_draw_names_load_state_dict(tmp_path):
         assert str(e.value) == (
             "s.generate() on stream cpu:0/dropout refused: the context was "
             "opened with resume=True and no checkpoint has been loaded yet "
-            "(call %s first)" % ANY_LOAD)
+            "(call %s first). On a first run, with no checkpoint yet, open "
+            "the context without resume=True and seed it (ctx.seed_all())"
+            % ANY_LOAD)
         ctx.load_state_dict(state)  # the load it names
         s.generate("u32", 1)
 
@@ -226,17 +228,21 @@ def test_bit_flip_in_state_dict_names_the_entry():
     with rngsnap.Context() as ctx:
         ctx.seed_all(2)
         before = ctx.stream("cpu", 0, "augment").position()
-        for flip, why in ((at, "its header is damaged"),
-                          (at + 12, "its damaged header reads cpq:0/augment")):
+        # Issue 31 item 5: a damaged section is named by its place; its
+        # label only as read from the damaged bytes, then what this
+        # context saves there.
+        for flip, label in (
+                (at, "its label cannot be read from the damaged bytes"),
+                (at + 12, "its label as read from the damaged bytes: "
+                          "cpq:0/augment")):
             bad = bytearray(blob)
             bad[flip] ^= 4
             with pytest.raises(rngsnap.CorruptError) as e:
                 ctx.load_state_dict(dict(state, **{"rank/0": bytes(bad)}))
             assert str(e.value) == (
-                "checkpoint bytes: section 2%s at byte %d: checksum mismatch "
-                "(where this context saves cpu:0/augment; %s); nothing "
-                "restored" % ("" if flip == at else " (cpq:0/augment)", at,
-                              why))
+                "checkpoint bytes: section 2 at byte %d: checksum mismatch "
+                "(%s); this context saves cpu:0/augment there; nothing "
+                "restored" % (at, label))
         assert ctx.stream("cpu", 0, "augment").position() == before
 
 
@@ -300,3 +306,113 @@ def test_checkpoint_sampler_without_a_sampler_says_build_it_first(tmp_path):
         "build the rngsnap.torch.ResumableSampler before load? it registers "
         "its position when it is built, and the load restores it"
         % (p, REGISTER))
+
+
+# ---- issue 31: track() twice, a first run opened as a resumed one, a
+# resumed job that never loaded --------------------------------------------
+
+FIRST_RUN = ("On a first run, with no checkpoint yet, open the context "
+             "without resume=True and seed it (ctx.seed_all())")
+
+
+def test_track_twice_says_so_and_gives_the_fix(tmp_path):
+    """Issue 31 item 5: the second call used to fail inside
+    ctx.register_state() ("app state rngsnap.fingerprint is already
+    registered"), blaming a call the job never made."""
+    with rngsnap.Context(untracked="ignore") as ctx:
+        ctx.seed_all(1)
+        first = rngsnap.torch.track(ctx)
+        before = ctx.save_bytes()
+        with pytest.raises(rngsnap.InvalidError) as e:
+            rngsnap.torch.track(ctx, fingerprint="strict")
+        assert type(e.value) is rngsnap.InvalidError
+        assert str(e.value) == (
+            "rngsnap.torch.track(ctx) refused: this context is already "
+            "tracked (an earlier track(ctx) registered rngsnap.fingerprint, "
+            "%s), and one context holds each generator once. Call "
+            "rngsnap.torch.track(ctx) once per context, after building the "
+            "model and before the load; keep the Tracker it returned if you "
+            "need it again" % ", ".join(first.names[1:]))
+        assert ctx._trackers == [first]  # nothing registered, nothing set
+        assert ctx.save_bytes() == before
+
+
+def test_first_run_opened_with_resume_says_how_to_start_one(tmp_path,
+                                                            capfd):
+    """Issue 31 item 5: Context(resume=True) on a first run (no checkpoint
+    yet): the load of the missing file, a draw, a save and the close each
+    say how to start a first run."""
+    p = str(tmp_path / "ck.rngsnap")
+    ctx = rngsnap.Context(resume=True, untracked="ignore")
+    rngsnap.torch.track(ctx)
+    with pytest.raises(rngsnap.IOFailedError) as e:
+        ctx.load(p)
+    assert str(e.value) == (
+        "load %s: cannot open: No such file or directory. This context was "
+        "opened with resume=True: on a first run, with no checkpoint yet, "
+        "open it without resume=True and seed it (ctx.seed_all())" % p)
+    with pytest.raises(rngsnap.OrderError) as e:
+        ctx.stream("cpu", 0, "dropout").generate("u32", 1)
+    assert str(e.value).endswith("(call %s first). %s" % (ANY_LOAD,
+                                                          FIRST_RUN))
+    with pytest.raises(rngsnap.OrderError) as e:
+        ctx.save(p)
+    assert str(e.value) == (
+        "save %s: this context was opened with resume=True and has not "
+        "loaded a checkpoint yet (call %s first). %s" % (p, ANY_LOAD,
+                                                          FIRST_RUN))
+    assert not os.path.exists(p)
+    capfd.readouterr()
+    ctx.close()
+    assert capfd.readouterr().err == (
+        "rngsnap warn: ctx.close(): this context was opened with "
+        "resume=True but never loaded a checkpoint, so this job resumed "
+        "nothing (its draws and saves, if any, were refused). Call %s right "
+        "after opening; for a first run, open without resume=True\n"
+        % ANY_LOAD)
+
+
+def test_a_missing_file_of_a_context_that_resumes_nothing_else(tmp_path):
+    """The hint is for a context awaiting its first load only: a plain
+    context's missing file is the plain IOFailedError."""
+    p = str(tmp_path / "ck.rngsnap")
+    with rngsnap.Context() as ctx:
+        with pytest.raises(rngsnap.IOFailedError) as e:
+            ctx.load(p)
+    assert str(e.value) == "load %s: cannot open: No such file or directory" % p
+
+
+def test_resumed_job_that_forgot_its_load_is_refused_and_reported(
+        tmp_path, capfd):
+    """Issue 31 item 3: opened with resume=True, tracked, a registered
+    generator, the load line forgotten (or a framework hook that never
+    called it); the job trains from torch's generators (no rngsnap
+    stream), then saves: the save is refused naming the missing load,
+    nothing written, before the untracked report (untracked="error")
+    could say anything else, and close() reports it."""
+    p = str(tmp_path / "ck.rngsnap")
+    ctx = rngsnap.Context(resume=True, untracked="error")
+    rngsnap.torch.track(ctx)
+    g = ctx.register_generator("loader", torch.Generator().manual_seed(3))
+    stray = np.random.default_rng(4)  # in no checkpoint
+    loader = torch.utils.data.DataLoader(list(range(8)), batch_size=2,
+                                         shuffle=True, generator=g)
+    for batch in loader:  # trains: draws from g and torch's generator
+        torch.nn.functional.dropout(torch.ones(4), 0.5)
+    for call, what in ((lambda: ctx.save(p), "save %s" % p),
+                       (lambda: ctx.state_dict(),
+                        "save checkpoint bytes")):
+        with pytest.raises(rngsnap.OrderError) as e:
+            call()
+        assert str(e.value) == (
+            "%s: this context was opened with resume=True and has not "
+            "loaded a checkpoint yet (call %s first). %s" % (
+                what, ANY_LOAD, FIRST_RUN))
+    assert not os.path.exists(p)
+    capfd.readouterr()
+    ctx.close()
+    err = capfd.readouterr().err
+    assert err.startswith("rngsnap warn: ctx.close(): this context was "
+                          "opened with resume=True but never loaded a "
+                          "checkpoint, so this job resumed nothing")
+    del stray

@@ -6,6 +6,7 @@ random's generators, registered generators, files), or warned about with
 what to do.  docs/python.md, "Mistakes rngsnap catches", has one row for
 each."""
 import gc
+import itertools
 import os
 import random
 import warnings
@@ -155,8 +156,11 @@ def m_second_load_after_draws(tmp_path):
 def m_seed_all_after_load(tmp_path):
     ctx = _resumed(_checkpoint(tmp_path / "ck"))
     refused(lambda: ctx.seed_all(3), rngsnap.OrderError,
-            ["ctx.seed_all() refused", "a checkpoint has been loaded",
-             "throw the restored positions away"],
+            ["ctx.seed_all() refused", "this context has loaded a "
+             "checkpoint, so it resumes that run",
+             "throw the restored positions away",
+             "Leave the seeding out when resuming", "call ctx.branch() "
+             "first"],
             lambda: snapshot(ctx))
     ctx.close()
 
@@ -385,6 +389,178 @@ def m_sampler_missing_at_load(tmp_path):
     ctx.close()
 
 
+# ---- issue 31: the mistakes that still passed silently ----------------------------
+
+def _plain_loaded(path, setup=lambda c: None):
+    """A context opened WITHOUT resume=True (a minimal adaptation) that
+    loaded path: strict by default, it is a resumed one all the same."""
+    ctx = rngsnap.Context(untracked="ignore")
+    rngsnap.torch.track(ctx)
+    setup(ctx)
+    ctx.load(path)
+    return ctx
+
+
+def m_reseed_after_load_without_resume_flag(tmp_path):
+    ctx = _plain_loaded(_checkpoint(tmp_path / "ck"))
+    refused(lambda: random.seed(0), rngsnap.OrderError,
+            ["random.seed() refused", "python.random",
+             "a context that has loaded a checkpoint resumes that run",
+             "Seed before ctx.load(), or don't re-seed",
+             "call ctx.branch() first"],
+            lambda: snapshot(ctx))
+    ctx.close()
+
+
+def m_seed_all_after_load_without_resume_flag(tmp_path):
+    ctx = _plain_loaded(_checkpoint(tmp_path / "ck"))
+    refused(lambda: ctx.seed_all(3), rngsnap.OrderError,
+            ["ctx.seed_all() refused", "this context has loaded a "
+             "checkpoint, so it resumes that run", "call ctx.branch() first"],
+            lambda: snapshot(ctx))
+    ctx.close()
+
+
+def m_second_load_after_draws_without_resume_flag(tmp_path):
+    p = _checkpoint(tmp_path / "ck")
+    ctx = _plain_loaded(p)
+    torch.rand(2)
+    ctx.stream("cpu", 0, "dropout").generate("u32", 3)
+    refused(lambda: ctx.load(p), rngsnap.OrderError,
+            ["generator torch.cpu changed", "stream cpu:0/dropout drew",
+             "Load once, before the first draw", "call ctx.branch() first"],
+            lambda: snapshot(ctx))
+    ctx.close()
+
+
+def m_registered_generator_reseeded_by_its_own_method(tmp_path):
+    """The loader's generator re-seeded with its own seed after the load
+    (g.manual_seed(42), a C method), then the loader drew an epoch: the
+    next save is refused, naming it."""
+    def loader_gen(c):
+        c.g = c.register_generator("loader", torch.Generator().manual_seed(42))
+        for _ in range(3):  # three epochs before the checkpoint
+            list(torch.utils.data.DataLoader(list(range(16)), shuffle=True,
+                                             generator=c.g))
+    p = _checkpoint(tmp_path / "ck", setup=loader_gen)
+    ctx = _plain_loaded(p, setup=loader_gen)
+    ctx.g.manual_seed(42)
+    list(torch.utils.data.DataLoader(list(range(16)), shuffle=True,
+                                     generator=ctx.g))
+    out = str(tmp_path / "next")
+    refused(lambda: ctx.save(out), rngsnap.OrderError,
+            ["ctx.save() refused, nothing written",
+             "loader was re-seeded or set", "past a fresh manual_seed(42)",
+             "Seed before ctx.load(), or don't re-seed"],
+            lambda: snapshot(ctx, gens=[ctx.g], files=[out]))
+    ctx.close()
+
+
+def m_resumed_job_forgot_its_load(tmp_path):
+    p = str(tmp_path / "ck")
+    ctx = rngsnap.Context(resume=True, untracked="ignore")
+    rngsnap.torch.track(ctx)
+    g = ctx.register_generator("loader", torch.Generator().manual_seed(3))
+    for _ in torch.utils.data.DataLoader(list(range(8)), shuffle=True,
+                                         generator=g):
+        torch.rand(2)  # trains from torch's generators: nothing refuses
+    refused(lambda: ctx.save(p), rngsnap.OrderError,
+            ["opened with resume=True and has not loaded a checkpoint yet",
+             "ctx.load()", "On a first run, with no checkpoint yet, open "
+             "the context without resume=True"],
+            lambda: snapshot(ctx, gens=[g], files=[p]))
+    ctx.close()  # reports the missing load on stderr (test_messages.py)
+
+
+def _in_child(body):
+    """body() in a fork() child: its AssertionError or exception text, or
+    None when it returned."""
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(r)
+        try:
+            body()
+            out = b""
+        except BaseException as e:  # noqa: B902 (reported to the parent)
+            out = ("%s: %s" % (type(e).__name__, e)).encode()
+        with os.fdopen(w, "wb") as f:
+            f.write(out)
+        os._exit(0)
+    os.close(w)
+    with os.fdopen(r, "rb") as f:
+        out = f.read().decode()
+    os.waitpid(pid, 0)
+    return out or None
+
+
+def m_draw_in_a_fork_child_from_an_inherited_stream(tmp_path):
+    ctx = rngsnap.Context(untracked="ignore")
+    ctx.seed_all(5)
+    s = ctx.stream("cpu", 0, "dropout")
+    twin_pos = s.position()
+    failed = _in_child(lambda: refused(
+        lambda: s.generate("u32", 4), rngsnap.OrderError,
+        ["fork() child", "draw exactly the numbers the parent draws",
+         "s.derive()"], lambda: snapshot(ctx)))
+    assert failed is None, failed
+    assert s.position() == twin_pos  # the parent's stream: untouched
+    ctx.close()
+
+
+def m_save_in_a_forked_dataloader_worker(tmp_path):
+    p = str(tmp_path / "ck")
+    ctx = rngsnap.Context(untracked="ignore")
+    ctx.seed_all(5)
+    rngsnap.torch.track(ctx)
+
+    def worker():  # what a dataset's __getitem__ in a fork worker did
+        torch.manual_seed(99)  # torch's worker loop seeds its copies
+        refused(lambda: ctx.save(p), rngsnap.OrderError,
+                ["ctx.save() refused", "fork() child",
+                 "Save in the process that opened the context"],
+                lambda: snapshot(ctx, files=[p]))
+    failed = _in_child(worker)
+    assert failed is None, failed
+    assert not os.path.exists(p)
+    ctx.close()
+
+
+def m_track_twice(tmp_path):
+    with rngsnap.Context(untracked="ignore") as ctx:
+        ctx.seed_all(1)
+        rngsnap.torch.track(ctx)
+        before = ctx.save_bytes()
+        refused(lambda: rngsnap.torch.track(ctx), rngsnap.InvalidError,
+                ["rngsnap.torch.track(ctx) refused", "already tracked",
+                 "Call rngsnap.torch.track(ctx) once per context"],
+                lambda: snapshot(ctx) + [ctx.save_bytes() == before])
+
+
+def m_first_run_opened_with_resume(tmp_path):
+    p = str(tmp_path / "ck")  # no checkpoint yet
+    ctx = rngsnap.Context(resume=True, untracked="ignore")
+    rngsnap.torch.track(ctx)
+    refused(lambda: ctx.load(p), rngsnap.IOFailedError,
+            ["No such file", "on a first run, with no checkpoint yet, open "
+             "it without resume=True", "ctx.seed_all()"],
+            lambda: snapshot(ctx, files=[p]))
+    ctx.close()
+
+
+def m_sampler_of_another_dataset_length(tmp_path):
+    p = _checkpoint(tmp_path / "ck", setup=_sampler)
+    ctx = rngsnap.Context(resume=True, untracked="ignore")
+    rngsnap.torch.track(ctx)
+    s = rngsnap.torch.ResumableSampler(
+        ctx, ctx.stream("cpu", 0, "default"), 90, 10, 2)
+    refused(lambda: ctx.load(p), rngsnap.MismatchError,
+            ["dataset length: checkpoint 100, this job 90",
+             "nothing restored"],
+            lambda: snapshot(ctx) + [s.position])
+    ctx.close()
+
+
 MISTAKES = [v for k, v in sorted(globals().items()) if k.startswith("m_")]
 
 
@@ -400,21 +576,139 @@ def test_mistake_is_refused_and_changes_nothing(mistake, tmp_path):
 
 # ---- warned, with what to do ----------------------------------------------------
 
-def test_fingerprint_difference_is_warned_with_what_differs(tmp_path):
+def w_fingerprint_difference(tmp_path, monkeypatch):
     p = _checkpoint(tmp_path / "ck")
     old = torch.backends.cudnn.benchmark
-    torch.backends.cudnn.benchmark = not old
-    try:
-        with rngsnap.Context(resume=True, untracked="ignore") as ctx:
-            rngsnap.torch.track(ctx)
-            with warnings.catch_warnings(record=True) as w:
-                warnings.simplefilter("always")
-                ctx.load(p)
-    finally:
-        torch.backends.cudnn.benchmark = old
+    monkeypatch.setattr(torch.backends.cudnn, "benchmark", not old)
+    with rngsnap.Context(resume=True, untracked="ignore") as ctx:
+        rngsnap.torch.track(ctx)
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            ctx.load(p)
     text = [str(x.message) for x in w
             if "determinism fingerprint" in str(x.message)]
     assert len(text) == 1
     assert ("torch.cudnn.benchmark: checkpoint %s, this process %s"
             % (old, not old)) in text[0]
     assert w[0].filename == __file__
+
+
+def w_forgot_track_saving_often(tmp_path, monkeypatch):
+    """Issue 31 item 1: a job without track() that saves every step, far
+    more often than the rate-limited scan of the process runs (the clock
+    here advances one tick per reading: no save after the scan is due
+    another).  Every save after the first warns, naming torch's global
+    generator and the fix."""
+    monkeypatch.setattr(rngsnap._context.untracked, "_clock",
+                        itertools.count().__next__)
+    with rngsnap.Context(untracked="warn") as ctx:
+        ctx.seed_all(1)
+        _only_new_ones(ctx)  # a scan: it records the globals too
+        p = str(tmp_path / "ck")
+        warned = []
+        for step in range(4):
+            torch.rand(3)  # the loop draws from torch's global generator
+            with warnings.catch_warnings(record=True) as w:
+                warnings.simplefilter("always")
+                ctx.save(p, replace=True)
+            warned.append([str(x.message) for x in w if x.category
+                           is rngsnap.UntrackedGeneratorWarning])
+    assert [len(x) for x in warned] == [1, 1, 1, 1]
+    for x in warned:
+        assert "torch.Generator (cpu) at torch.default_generator" in x[0]
+        assert "rngsnap.torch.track(ctx)" in x[0]
+
+
+WARNED = [v for k, v in sorted(globals().items()) if k.startswith("w_")]
+
+
+@pytest.mark.parametrize("mistake", WARNED,
+                         ids=[m.__name__[2:] for m in WARNED])
+def test_mistake_is_warned_with_what_to_do(mistake, tmp_path, monkeypatch):
+    mistake(tmp_path, monkeypatch)
+
+
+# ---- docs/python.md's table: one row per mistake above ---------------------
+
+# Each mistake's row in "Mistakes rngsnap catches", by the start of its
+# first column.
+ROWS = {
+    "never_seeded": "drawing from a context never seeded nor loaded",
+    "forgot_track_saving_often": "forgetting `rngsnap.torch.track(ctx)` "
+                                 "in a job",
+    "forgot_track": "the same, under `untracked=\"error\"`",
+    "dataloader_generator_not_registered": "a generator of the job's own",
+    "reseed_torch_after_load": "`torch.manual_seed` (or",
+    "reseed_numpy_after_load": "`np.random.seed` after the load",
+    "reseed_after_load_without_resume_flag": "`random.seed` after the load",
+    "registered_generator_reseeded_by_its_own_method":
+        "the DataLoader's generator re-seeded by its own method",
+    "seed_all_after_load": "`ctx.seed_all(seed)` after the load |",
+    "seed_all_after_load_without_resume_flag":
+        "`ctx.seed_all(seed)` after the load of a context opened without",
+    "second_load_after_draws": "a second load after draws |",
+    "second_load_after_draws_without_resume_flag":
+        "a second load after draws, in a context opened without",
+    "batch_fetched_before_load": "creating a DataLoader iterator",
+    "track_before_the_model": "building the model between `track()`",
+    "register_state_after_load": "`ctx.register_state` after the load",
+    "register_generator_after_load": "`ctx.register_generator` after",
+    "track_after_load": "`rngsnap.torch.track(ctx)` after the load",
+    "track_twice": "`rngsnap.torch.track(ctx)` called twice",
+    "save_before_load": "saving a context opened with `resume=True`",
+    "resumed_job_forgot_its_load": "a job opened with `resume=True` whose "
+                                   "load line was forgotten",
+    "first_run_opened_with_resume": "a first run opened with `resume=True`",
+    "draw_in_a_fork_child_from_an_inherited_stream":
+        "after `os.fork()` (or in a DataLoader worker started by fork)",
+    "save_in_a_forked_dataloader_worker": "`ctx.save()` in a DataLoader "
+                                          "worker",
+    "two_files_mismatched": "two files (the job's `torch.save`",
+    "app_state_lacking": "an app state registered here that the checkpoint",
+    "another_rng_ini": "a checkpoint written under another rng.ini",
+    "tracked_checkpoint_loaded_without_track": "a checkpoint of a tracked "
+                                               "job loaded without",
+    "sampler_changed": "a `ResumableSampler` with another batch size",
+    "sampler_of_another_dataset_length": "a `ResumableSampler` over a "
+                                         "dataset of another length",
+    "sampler_built_after_load": "a `ResumableSampler` built after the load",
+    "sampler_missing_at_load": "a checkpoint with a sampler position",
+    "save_over_without_replace": "saving over an existing file",
+    "truncated_file": "a truncated file",
+    "flipped_bit": "a damaged file or state dict",
+    "state_dict_of_another_world_size": "a state dict of another world size",
+    "file_of_another_rank": "a file of another rank",
+    "model_state_dict_passed": "passing the model's state dict",
+    "closed_context": "using a closed context",
+    "fingerprint_difference": "another torch, NumPy, cuDNN flag",
+}
+# Rows whose mistake another test makes (it needs a second device).
+ELSEWHERE = {"a device generator on one side only":
+             "test_torch_track.py::test_device_generators_must_match"}
+
+
+def _docs_rows():
+    path = os.path.join(os.environ["RNGSNAP_SOURCE_ROOT"], "docs",
+                        "python.md")
+    with open(path) as f:
+        text = f.read()
+    table = text.split("## Mistakes rngsnap catches", 1)[1].split("\n###", 1)[0]
+    rows = [ln for ln in table.splitlines() if ln.startswith("| ")]
+    return [ln[2:] for ln in rows[2:]]  # past the header and the rule
+
+
+def test_docs_table_matches_the_sweep():
+    """Row for row: every mistake of the sweep has exactly one row in
+    docs/python.md's table, and every row is a mistake of the sweep (or
+    of the test ELSEWHERE names)."""
+    names = sorted(m.__name__[2:] for m in MISTAKES + WARNED)
+    assert sorted(ROWS) == names
+    rows = _docs_rows()
+    for name, start in ROWS.items():
+        hits = [r for r in rows if r.startswith(start)]
+        assert len(hits) == 1, "%s: %d rows start %r" % (name, len(hits),
+                                                          start)
+    starts = list(ROWS.values()) + list(ELSEWHERE)
+    for r in rows:
+        assert sum(r.startswith(s) for s in starts) == 1, r
+    assert len(rows) == len(ROWS) + len(ELSEWHERE)

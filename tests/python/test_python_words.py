@@ -23,6 +23,11 @@ except ImportError:
     HAVE_TORCH = False
 
 
+# Issue 31 item 5: how a job opened with resume=True on a first run starts
+# one, at the end of every refusal of a context awaiting its load.
+FIRST_RUN = ("On a first run, with no checkpoint yet, open the context "
+             "without resume=True and seed it (ctx.seed_all())")
+
 def config_of(ctx_config=None):
     """The configuration path as the core's messages name it."""
     return os.path.realpath(ctx_config or rngsnap.find_config()[0])
@@ -74,19 +79,23 @@ def test_resume_gate_says_ctx_load(ctx, tmp_path):
                 "with resume=True and no checkpoint has been loaded yet "
                 "(call ctx.load(), ctx.load_state_dict(), ctx.load_bytes() "
                 "or ctx.load_ranks(), whichever this job resumes with, "
-                "first)" % word)
+                "first). " + FIRST_RUN) % word
         e = message(lambda: r.save(p + ".2"))
         assert str(e) == (
             "save %s.2: this context was opened with resume=True and has "
             "not loaded a checkpoint yet (call ctx.load(), "
             "ctx.load_state_dict(), ctx.load_bytes() or ctx.load_ranks(), "
-            "whichever this job resumes with, first)" % p)
+            "whichever this job resumes with, first). " % p + FIRST_RUN)
         r.load(p)
         e = message(lambda: r.seed_all(1))
+        # Strict by default (issue 31): the words no longer depend on
+        # resume=True; the fix names ctx.branch().
         assert str(e) == (
-            "ctx.seed_all() refused: the context was opened with "
-            "resume=True and a checkpoint has been loaded; seeding now "
-            "would throw the restored positions away")
+            "ctx.seed_all() refused: this context has loaded a checkpoint, "
+            "so it resumes that run, and seeding now would throw the "
+            "restored positions away. Leave the seeding out when resuming "
+            "(the load has set every stream); to start a new run from this "
+            "checkpoint on purpose, call ctx.branch() first")
 
 
 def test_save_ranks_before_load_says_ctx_load_ranks(tmp_path):
@@ -97,7 +106,7 @@ def test_save_ranks_before_load_says_ctx_load_ranks(tmp_path):
     assert str(e) == (
         "rank 0 of 1: save_ranks %s: this context was opened with "
         "resume=True and has not loaded a checkpoint yet (call "
-        "ctx.load_ranks() first)" % d)
+        "ctx.load_ranks() first). " % d + FIRST_RUN)
 
 
 def test_arguments_name_the_python_call(ctx):

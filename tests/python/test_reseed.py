@@ -1,9 +1,12 @@
-"""After the load of a resumed context (issue 22 items 3 and 4): a
-re-seed of a generator the load restored is OrderError, at the seeding
-call or at the next save, and a second load after draws is OrderError;
-each changes nothing.  Also what stays allowed (seeding before the load, a
-plain context, a forked worker, rngsnap's keyed seeding) and the one
-documented blind spot (same seed, then draws, on a path no wrapper sees)."""
+"""After the load of a resumed context (issue 22 items 3 and 4; issue 31
+item 2: every context that has loaded is a resumed one, resume=True or
+not, until ctx.branch()): a re-seed of a generator the load restored is
+OrderError, at the seeding call or at the next save, and a second load
+after draws is OrderError; each changes nothing.  Also what stays allowed
+(seeding before the load, after ctx.branch(), a forked worker, rngsnap's
+keyed seeding) and the documented blind spots (same seed, then draws, on
+a path no wrapper sees: NumPy's and random's generators, and a torch CPU
+generator drawn past where the load left it)."""
 import gc
 import os
 import random
@@ -18,7 +21,9 @@ import rngsnap.torch
 
 SEED = 1234  # the job's own seed: the common re-seed uses it again
 FIX = ("Seed before ctx.load(), or don't re-seed: the checkpoint already "
-       "holds the positions")
+       "holds the positions (to start a new run from this checkpoint on "
+       "purpose, call ctx.branch() first)")
+RESUMED = "(a context that has loaded a checkpoint resumes that run)"
 
 
 def _states():
@@ -101,7 +106,7 @@ def test_reseed_after_load_is_refused_at_the_call(checkpoint, seed, call,
     msg = str(e.value)
     assert msg.startswith(call + " refused, nothing seeded: called from ")
     assert ("it would re-seed %s, which ctx.load() restored in this context "
-            "(opened with resume=True)" % name) in msg
+            "%s" % (name, RESUMED)) in msg
     assert msg.endswith(FIX)
     assert e.value.name == "RNGSNAP_E_ORDER"
     assert _states() == before  # nothing seeded
@@ -219,15 +224,53 @@ def test_registered_randomstate_reseed_refused_at_save(tmp_path, seed):
     ctx.close()
 
 
-def test_same_seed_then_draws_on_a_method_is_not_caught(tmp_path):
-    """The documented blind spot (docs/python.md): torch.Generator.
-    manual_seed with the generator's own seed, then a draw, looks like
-    draws alone."""
+def test_same_seed_then_draws_refused_for_a_torch_cpu_generator(tmp_path):
+    """Issue 31 item 2: the loader's generator re-seeded with its own seed
+    (g.manual_seed(7), a C method no wrapper sees), then drawn from: its
+    state is behind where the load left it on its seed's chain."""
+    path = _registered_checkpoint(tmp_path, t=torch.Generator().manual_seed(7),
+                                  rs=np.random.RandomState(7))
+    ctx, t, rs = _registered(path)  # t: 2 words past manual_seed(7)
+    t.manual_seed(7)
+    torch.rand(1, generator=t)
+    msg = _refused_save(ctx, str(tmp_path / "out"), "t")
+    assert ("t was re-seeded or set (its state is 1 word past a fresh "
+            "manual_seed(7), behind the 2 words where the load left it: "
+            "re-seeded with the same seed, then drawn from)") in msg
+    ctx.close()
+
+
+def test_same_seed_then_draws_refused_when_the_load_was_far(tmp_path):
+    """A checkpoint more than mt_chain.LIMIT twists past the seeding: any
+    state near the seeding is behind it."""
+    from rngsnap._context import mt_chain
+    far = mt_chain.LIMIT * 624 + 1000
+    t = torch.Generator().manual_seed(7)
+    torch.empty(far).random_(generator=t)
+    rs = np.random.RandomState(7)
+    path = _registered_checkpoint(tmp_path, t=t, rs=rs)
+    ctx, t, rs = _registered(path)
+    t.manual_seed(7)
+    torch.empty(5000).random_(generator=t)
+    msg = _refused_save(ctx, str(tmp_path / "out"), "t")
+    assert ("its state is 5000 words past a fresh manual_seed(7), behind the "
+            "more than %d words where the load left it" % (
+                mt_chain.LIMIT * 624)) in msg
+    ctx.close()
+
+
+def test_same_seed_then_draws_not_caught_where_documented(tmp_path):
+    """The documented blind spots (docs/python.md): a re-seed with the
+    generator's own seed on a path no wrapper sees, then draws, looks like
+    draws alone for a NumPy RandomState (no seed in its state), and for a
+    torch CPU generator drawn as far as or past where the load left it."""
     path = _registered_checkpoint(tmp_path, t=torch.Generator().manual_seed(7),
                                   rs=np.random.RandomState(7))
     ctx, t, rs = _registered(path)
+    rs.seed(7)
+    rs.random_sample(1)
     t.manual_seed(7)
-    torch.rand(1, generator=t)
+    torch.rand(3, generator=t)  # 3 words: past the 2 of the checkpoint
     ctx.save(str(tmp_path / "out"))
     ctx.close()
 
@@ -249,14 +292,58 @@ def test_seeding_before_the_load(checkpoint):
     ctx.close()
 
 
-def test_plain_context_reseeds(checkpoint, tmp_path):
-    with rngsnap.Context(untracked="ignore") as ctx:
-        rngsnap.torch.track(ctx)
-        ctx.load(checkpoint)
+@pytest.mark.parametrize("seed,call", [
+    (lambda: torch.manual_seed(SEED), "torch.manual_seed()"),
+    (lambda: np.random.seed(SEED), "numpy.random.seed()"),
+    (lambda: random.seed(SEED), "random.seed()")],
+    ids=["torch", "numpy", "random"])
+def test_plain_context_that_loaded_refuses_reseed(checkpoint, seed, call):
+    """Issue 31 item 2: strict by default.  A context opened without
+    resume=True that loads a checkpoint resumes it all the same (before,
+    this re-seed passed silently and the resumed run differed)."""
+    ctx = _context()
+    rngsnap.torch.track(ctx)
+    ctx.load(checkpoint)
+    before = _states()
+    with pytest.raises(rngsnap.OrderError) as e:
+        seed()
+    assert str(e.value).startswith(call + " refused, nothing seeded: ")
+    assert RESUMED in str(e.value) and str(e.value).endswith(FIX)
+    assert _states() == before
+    ctx.close()
+
+
+def test_branch_allows_reseeding_a_loaded_context(checkpoint, tmp_path):
+    """The one deliberate way: ctx.branch(), then seed (a new run started
+    from the checkpoint); the next load makes it a resumed one again."""
+    ctx = _context()
+    rngsnap.torch.track(ctx)
+    ctx.load(checkpoint)
+    ctx.branch()
+    torch.manual_seed(SEED)
+    np.random.seed(SEED)
+    random.seed(SEED)
+    ctx.seed_all(SEED + 1)
+    torch.rand(2)
+    ctx.save(str(tmp_path / "out"))
+    ctx.load(checkpoint)  # resumed again
+    with pytest.raises(rngsnap.OrderError, match="ctx.branch"):
         torch.manual_seed(SEED)
-        np.random.seed(SEED)
-        random.seed(SEED)
-        ctx.save(str(tmp_path / "out"))
+    ctx.close()
+
+
+def test_branch_before_any_load_is_refused():
+    ctx = _context()
+    ctx.seed_all(1)
+    with pytest.raises(rngsnap.OrderError) as e:
+        ctx.branch()
+    assert str(e.value) == (
+        "ctx.branch() refused: this context has not loaded a checkpoint, so "
+        "there is no run to branch from (call ctx.load(), "
+        "ctx.load_state_dict(), ctx.load_bytes() or ctx.load_ranks(), "
+        "whichever this job resumes with, first); a run that starts from no "
+        "checkpoint needs no branch, only ctx.seed_all()")
+    ctx.close()
 
 
 def test_closed_context_no_longer_checks(checkpoint):
@@ -330,13 +417,13 @@ def test_second_load_after_draws_is_refused(checkpoint):
     with pytest.raises(rngsnap.OrderError) as e:
         ctx.load(checkpoint)
     assert str(e.value) == (
-        "ctx.load() refused, nothing restored: this context was opened with "
-        "resume=True and since ctx.load(), generators torch.cpu, "
+        "ctx.load() refused, nothing restored: this context has loaded a "
+        "checkpoint and since ctx.load(), generators torch.cpu, "
         "numpy.global changed (drawn from, re-seeded or set) and stream "
         "cpu:0/dropout drew; loading again would rewind them to the "
         "checkpoint's positions and replay numbers already used. Load once, "
         "before the first draw; to go back to a checkpoint on purpose, load "
-        "it into a new rngsnap.Context()")
+        "it into a new rngsnap.Context() or call ctx.branch() first")
     assert _states() == before and s.position() == pos
     ctx.close()
 
@@ -361,10 +448,27 @@ def test_second_load_state_dict_after_a_stream_draw(tmp_path):
     ctx.close()
 
 
-def test_plain_context_loads_again(checkpoint):
+def test_plain_context_loads_again_only_after_branch(checkpoint):
+    """Issue 31 item 2: a second load after draws rewinds what the job
+    already used, whatever the open flags: refused, naming the way to
+    roll back on purpose (ctx.branch()), which then works."""
     with rngsnap.Context(untracked="ignore") as ctx:
         rngsnap.torch.track(ctx)
         ctx.load(checkpoint)
         torch.rand(2)
-        ctx.stream("cpu", 0, "default").generate("u32", 1)
+        s = ctx.stream("cpu", 0, "default")
+        s.generate("u32", 1)
+        before, pos = _states(), s.position()
+        with pytest.raises(rngsnap.OrderError) as e:
+            ctx.load(checkpoint)
+        assert str(e.value) == (
+            "ctx.load() refused, nothing restored: this context has loaded "
+            "a checkpoint and since ctx.load(), generator torch.cpu changed "
+            "(drawn from, re-seeded or set) and stream cpu:0/default drew; "
+            "loading again would rewind them to the checkpoint's positions "
+            "and replay numbers already used. Load once, before the first "
+            "draw; to go back to a checkpoint on purpose, load it into a new "
+            "rngsnap.Context() or call ctx.branch() first")
+        assert _states() == before and s.position() == pos
+        ctx.branch()
         ctx.load(checkpoint)  # a job that rolls back on purpose

@@ -44,6 +44,7 @@ typedef struct world {
     int fail_save;         /* rank+1 whose app save fails       */
     int fail_load;         /* rank+1 whose app load fails       */
     int keep_words;        /* a save that fails: keep words[]   */
+    int branch;            /* body_chain: rngsnap_branch, no reseed */
 } world;
 
 static const char *scratch;
@@ -379,8 +380,8 @@ static int body_reload(int rank, const rngsnap_comm *c, void *arg)
     EXPECT_RC(rngsnap_load_ranks(ctx, c, w->dir, 0), RNGSNAP_E_ORDER, ctx);
     char want[700];
     snprintf(want, sizeof want, "rank 1 of 2: load_ranks %s refused, "
-             "nothing restored: this context was opened with RNGSNAP_RESUME "
-             "and has drawn from stream %s:%d/%s since its load", w->dir,
+             "nothing restored: this context has loaded a checkpoint and "
+             "has drawn from stream %s:%d/%s since its load", w->dir,
              rngsnap_stream_backend(s), rngsnap_stream_device(s),
              rngsnap_stream_name(s));
     EXPECT_MSG(ctx, want);
@@ -895,7 +896,9 @@ static void test_world_size_and_fork(void **state)
 
 static int body_chain(int rank, const rngsnap_comm *c, void *arg)
 {
-    world *w = arg; /* dir: load from; msg: save to; seed: reseed if set */
+    /* dir: load from; msg: save to; seed: branch and reseed if set;
+     * branch: branch only (a run branched off, not reseeded) */
+    world *w = arg;
     int bad = 0;
     rngsnap *ctx = rk_open(ini_of(w, rank), rank, c->size, 0);
     if (!ctx)
@@ -905,6 +908,12 @@ static int body_chain(int rank, const rngsnap_comm *c, void *arg)
     EXPECT_RC(rk_register(ctx, "config", &config), 0, ctx);
     EXPECT_RC(rngsnap_load_ranks(ctx, c, w->dir, RNGSNAP_LOAD_FORK), 0,
               ctx);
+    /* a multi-rank load (a fork onto another world size too) makes the
+     * context a resumed one: seed_all refused until rngsnap_branch */
+    if (w->seed)
+        EXPECT_RC(rngsnap_seed_all(ctx, w->seed), RNGSNAP_E_ORDER, ctx);
+    if (w->seed || w->branch) /* a new run off the checkpoint, on purpose */
+        EXPECT_RC(rngsnap_branch(ctx), 0, ctx);
     if (w->seed)
         EXPECT_RC(rngsnap_seed_all(ctx, w->seed), 0, ctx);
     EXPECT_RC(rngsnap_save_ranks(ctx, c, w->msg, 0), 0, ctx);
@@ -945,7 +954,17 @@ static void test_forked_from(void **state)
     assert_int_equal(thread_comm_run(2, body_chain, &x), 0);
     forked_from(cdir, got);
     assert_string_equal(got, ida);
-    /* reseeded: no fork in the history any more */
+    /* branched but not reseeded: the streams still descend from the
+     * fork, so the history is carried (rngsnap_branch records nothing) */
+    char e[700];
+    snprintf(e, sizeof e, "%s/chain-e", scratch);
+    x.msg = e;
+    x.branch = 1;
+    assert_int_equal(thread_comm_run(2, body_chain, &x), 0);
+    forked_from(e, got);
+    assert_string_equal(got, ida);
+    x.branch = 0;
+    /* branched and reseeded: no fork in the history any more */
     x.dir = cdir;
     x.msg = d;
     x.seed = 5;
@@ -1108,8 +1127,11 @@ static int body_fuzz3(int rank, const rngsnap_comm *c, void *arg)
            "%zu accepted (bytes with a valid checksum that no check "
            "needs)\n", fl->len, refused, loaded);
     /* the sound manifest forks (from freshly seeded states: an accepted
-     * case above may have left the fork's own) */
+     * case above may have left the fork's own, and made the context a
+     * resumed one, which refuses seed_all until rngsnap_branch) */
     rk_write(fl->path, fl->good, fl->len);
+    if (loaded)
+        EXPECT_RC(rngsnap_branch(ctx), 0, ctx);
     EXPECT_RC(rngsnap_seed_all(ctx, 99), 0, ctx);
     uint8_t *before = rk_take(ctx, &la);
     memset(config.bytes, 0x77, 16);

@@ -7,6 +7,8 @@
  * assert_* (it longjmps); they record what they saw and the main thread
  * asserts.  The same program runs under ThreadSanitizer in the test
  * command's sanitizer stage (scripts/test.sh), which must report nothing.
+ * fork_while_drawing forks while threads draw (issue 31, item 4; the
+ * single-threaded fork rules are tests/core/test_fork.c).
  */
 #include <pthread.h>
 #include <sched.h>
@@ -18,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -474,6 +477,9 @@ static int check_saved(const char *path, rngsnap *fresh,
                             sizeof next);
         checked++;
     }
+    /* fresh checks the next saved file too: that load after these draws
+     * is on purpose, so it leaves this loaded run (rngsnap.h) */
+    assert_int_equal(rngsnap_branch(fresh), 0);
     return checked;
 }
 
@@ -696,6 +702,129 @@ static void gate_opens_with_loaded_states(void **state)
     rngsnap_close(src);
 }
 
+/* ---- fork() while other threads draw (issue 31, item 4) ----------------- */
+
+#define FORKS 16
+
+typedef struct fork_drawer {
+    rngsnap_stream *s;
+    atomic_int *stop;
+    atomic_long calls;
+    atomic_int error;
+} fork_drawer;
+
+static void *draw_until_stopped(void *arg)
+{
+    fork_drawer *d = arg;
+    uint32_t w[CALL_WORDS];
+    while (!atomic_load(d->stop)) {
+        int rc = rngsnap_generate(d->s, RNGSNAP_U32, w, CALL_WORDS);
+        if (rc) {
+            atomic_store(&d->error, rc);
+            return NULL;
+        }
+        atomic_fetch_add(&d->calls, 1);
+    }
+    return NULL;
+}
+
+/* In the child: every inherited stream refuses to draw, without waiting
+ * for a lock a drawer held at the fork (the refusal takes none), and a
+ * keyed draw on a stream no drawer used gives the parent's key's words.
+ * Bits of the exit status: 1 a draw allowed, 2 the keyed draw. */
+static int forked_child(rngsnap *ctx, const uint32_t *keyed)
+{
+    int code = 0;
+    uint32_t w[CALL_WORDS];
+    for (size_t i = 0; i < rngsnap_stream_count(ctx); i++)
+        if (rngsnap_generate(rngsnap_stream_at(ctx, i), RNGSNAP_U32, w,
+                             CALL_WORDS) != RNGSNAP_E_ORDER
+            || !strstr(rngsnap_errmsg(ctx), "fork() child"))
+            code |= 1;
+    rngsnap_philox at;
+    if (rngsnap_derive(rngsnap_stream_at(ctx, 0), 5, 1, &at)
+        || rngsnap_generate_at(rngsnap_stream_at(ctx, 0), &at, RNGSNAP_U32,
+                               w, CALL_WORDS)
+        || memcmp(w, keyed, sizeof w) != 0)
+        code |= 2;
+    return code;
+}
+
+/* Forks while NTHREADS threads draw on the parent's context: the
+ * children refuse (and do not hang), the parent's drawers never see an
+ * error, and every drawer's stream ends where its own calls put it (the
+ * fork generation is one relaxed load the parent's threads share, never
+ * written in the parent). */
+static void fork_while_drawing(void **state)
+{
+    (void)state;
+    rngsnap *ctx = open_seeded(0), *twin = open_seeded(0);
+    size_t n = rngsnap_stream_count(ctx);
+    assert_true(n >= NTHREADS + 1);
+    /* Stream 0 is drawn by no thread: the children's keyed draws take
+     * its lock, which a drawer could hold at the fork (rngsnap.h). */
+    uint32_t keyed[CALL_WORDS];
+    rngsnap_philox at;
+    assert_int_equal(rngsnap_derive(rngsnap_stream_at(ctx, 0), 5, 1, &at), 0);
+    assert_int_equal(rngsnap_generate_at(rngsnap_stream_at(ctx, 0), &at,
+                                         RNGSNAP_U32, keyed, CALL_WORDS), 0);
+    atomic_int stop = 0;
+    fork_drawer d[NTHREADS];
+    pthread_t tid[NTHREADS];
+    for (size_t t = 0; t < NTHREADS; t++) {
+        d[t].s = rngsnap_stream_at(ctx, 1 + t);
+        d[t].stop = &stop;
+        atomic_init(&d[t].calls, 0);
+        atomic_init(&d[t].error, 0);
+        assert_int_equal(pthread_create(&tid[t], NULL, draw_until_stopped,
+                                        &d[t]), 0);
+    }
+    for (int k = 0; k < FORKS; k++) {
+        /* fork with every drawer under way: each has made a call more */
+        long seen[NTHREADS];
+        for (size_t t = 0; t < NTHREADS; t++)
+            seen[t] = atomic_load(&d[t].calls);
+        for (size_t t = 0; t < NTHREADS; t++)
+            while (atomic_load(&d[t].calls) == seen[t]
+                   && atomic_load(&d[t].error) == 0)
+                sched_yield();
+        fflush(stdout);
+        fflush(stderr);
+        pid_t pid = fork();
+        assert_true(pid >= 0);
+        if (pid == 0)
+            _exit(forked_child(ctx, keyed));
+        int st;
+        assert_int_equal(waitpid(pid, &st, 0), pid);
+        if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+            fail_msg("fork %d: child %s %d", k,
+                     WIFEXITED(st) ? "exited" : "died of signal",
+                     WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
+    }
+    atomic_store(&stop, 1);
+    for (size_t t = 0; t < NTHREADS; t++) {
+        pthread_join(tid[t], NULL);
+        assert_int_equal(atomic_load(&d[t].error), 0);
+        /* the twin, which never forked nor drew, skips the same words */
+        rngsnap_philox a, b;
+        uint64_t words = (uint64_t)atomic_load(&d[t].calls) * CALL_WORDS;
+        assert_int_equal(rngsnap_reserve(rngsnap_stream_at(twin, 1 + t),
+                                         words, &b), 0);
+        assert_int_equal(rngsnap_stream_position(d[t].s, &a), 0);
+        assert_int_equal(rngsnap_stream_position(rngsnap_stream_at(twin,
+                                                                   1 + t),
+                                                 &b), 0);
+        assert_memory_equal(&a, &b, sizeof a);
+        uint32_t x[4], y[4];
+        assert_int_equal(rngsnap_generate(d[t].s, RNGSNAP_U32, x, 4), 0);
+        assert_int_equal(rngsnap_generate(rngsnap_stream_at(twin, 1 + t),
+                                          RNGSNAP_U32, y, 4), 0);
+        assert_memory_equal(x, y, sizeof x);
+    }
+    rngsnap_close(twin);
+    rngsnap_close(ctx);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -704,6 +833,7 @@ int main(void)
         cmocka_unit_test(save_while_drawing),
         cmocka_unit_test(errmsg_is_per_thread),
         cmocka_unit_test(gate_opens_with_loaded_states),
+        cmocka_unit_test(fork_while_drawing),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

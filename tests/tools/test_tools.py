@@ -10,6 +10,7 @@ positions the library reported when the files were written.
 """
 import json
 import os
+import struct
 import subprocess
 import sys
 import tempfile
@@ -371,6 +372,30 @@ def t_verify():
                 break
         check(truncs_ok, f"verify refuses every truncation (0..{len(data)-1})",
               first_err)
+        # A flipped device byte: the section is named by its place, and
+        # what its damaged header reads is given as such (issue 31: it
+        # said "section 1 (cpu:16/dropout)" for the stream saved as
+        # cpu:0/dropout).
+        at, index = 64, 0
+        while True:
+            size = struct.unpack_from("<I", data, at + 4)[0]
+            bl = struct.unpack_from("<H", data, at + 8)[0]
+            dev_at = at + 10 + bl + 1
+            nl = struct.unpack_from("<H", data, dev_at + 4)[0]
+            if (data[at + 10:at + 10 + bl] == b"cpu"
+                    and data[dev_at + 6:dev_at + 6 + nl] == b"dropout"
+                    and struct.unpack_from("<i", data, dev_at)[0] == 0):
+                break
+            at, index = at + size, index + 1
+        with open(bad, "wb") as f:
+            f.write(data[:dev_at] + bytes([data[dev_at] ^ 16])
+                    + data[dev_at + 1:])
+        rc, out, err = run("verify", bad)
+        want = (f"section {index} at byte {at}: checksum mismatch (its label "
+                f"as read from the damaged bytes: cpu:16/dropout)")
+        check(rc == 1 and want in err and "(cpu:16/dropout) at" not in err,
+              "verify names a damaged section by its place, its label as "
+              "read from the damaged bytes", err)
         with open(bad, "wb") as f:
             f.write(data[: len(data) // 2])
         rc, out, err = run("verify", bad)

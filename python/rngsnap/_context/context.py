@@ -7,33 +7,41 @@ of a resumed job (order.py), re-seeding after the load (reseed.py) and
 generators in no checkpoint (untracked.py).  rngsnap re-exports it.
 """
 
+import os
+
 from . import comm, generators, hooks, order, reseed, seeding, stateful
 from .comm import TorchComm
 from .config import ORIGINS, find_config
 from .tag import Tagged, load as load_tagged
 from .untracked import Watch, check_mode
 from .. import _rngsnap
-from .._core.errors import Error, OrderError, error
+from .._core.errors import Error, IOFailedError, OrderError, error
 
 
 class Context(_rngsnap.Context):
     """Context(config=None, resume=False, untracked="warn"): one rngsnap
     context.
 
-    config None: see find_config().  resume=True: draws raise OrderError
-    until load() succeeds, and seed_all after it.  untracked: what a save
-    does about generators in no checkpoint ("warn", "error", "ignore"; see
-    the untracked attribute).  A context manager; close() ends it, after
-    which it and its streams raise Error."""
+    config None: see find_config().  resume=True: draws and saves raise
+    OrderError until a load succeeds (and close() reports a context that
+    never loaded).  Whatever resume says, a context that has loaded a
+    checkpoint resumes that run: seed_all, re-seeding a generator the
+    load restored, a second load after draws and registering more state
+    raise OrderError, until branch().  untracked: what a save does about
+    generators in no checkpoint ("warn", "error", "ignore"; see the
+    untracked attribute).  A context manager; close() ends it, after
+    which it and its streams raise Error.  In a fork() child of the
+    process that opened it, its non-keyed draws, saves and loads raise
+    OrderError (docs/python.md, "Processes: fork()")."""
 
     __module__ = "rngsnap"  # where users find it
 
     def __init__(self, config=None, resume=False, untracked="warn"):
         self._generators = generators.Registry(self)
         self._trackers = []  # rngsnap.torch.track()'s Trackers
-        self._loaded_by = None  # "ctx.load()" etc. once a load succeeded
-        # What the load of a resumed context restored (reseed.py).
-        self._restored = reseed.Restored(self, resume)
+        self._loaded_by = None  # "ctx.load()" etc. since a load, until branch()
+        # What the last load restored in each generator (reseed.py).
+        self._restored = reseed.Restored(self)
         self._seeders = seeding.Seeders()
         self._watch = Watch(self, untracked)
         if config is not None:
@@ -53,6 +61,17 @@ class Context(_rngsnap.Context):
     def __repr__(self):
         state = "closed" if self.closed else "open"
         return "<rngsnap.Context %s>" % state
+
+    def __reduce__(self):
+        # A DataLoader worker started by spawn or forkserver gets its
+        # dataset pickled: a context in it is refused, saying why.
+        raise TypeError(
+            "cannot pickle an rngsnap.Context: its streams and app states "
+            "belong to the process that opened it, and a copy in another "
+            "process (a DataLoader worker started by spawn or forkserver) "
+            "would draw the same numbers and save a state that is not the "
+            "job's. Save in the process that opened it; in workers, draw "
+            "from keys (rngsnap.torch.ResumableSampler with KeyedDataset)")
 
     # ---- bytes and the Stateful protocol (torch.save, DCP, accelerate,
     # Lightning).  save_bytes()/load_bytes(data) are the C methods
@@ -89,7 +108,8 @@ class Context(_rngsnap.Context):
         on every rank.  fork=True accepts a folder saved by another world
         size (a deterministic fork, docs/user-guide.md)."""
         link = TorchComm(group)
-        self._load_ranks(dir, link, link.rank, link.size, fork)
+        with _first_run(self, dir):
+            self._load_ranks(dir, link, link.rank, link.size, fork)
 
     # ---- generators the job owns, and the checks of every save and load
     # (docs/python.md: "register_generator", "Untracked generators";
@@ -101,8 +121,8 @@ class Context(_rngsnap.Context):
         is written into every checkpoint as app state name, load(bytes)
         restores it; ledger() -> bytes, when given, is what the divergence
         ledger digests instead of save() (a cheaper reader of the same
-        state).  In a context opened with resume=True, OrderError after
-        its load (that load restored nothing of it)."""
+        state).  OrderError after a load (that load restored nothing of
+        it), until branch()."""
         self._refuse_late("ctx.register_state(%r)" % (name,),
                           "Register every app state before the load")
         return super().register_state(name, save=save, load=load,
@@ -112,12 +132,26 @@ class Context(_rngsnap.Context):
         """A resumed context's load restores what was registered before
         it: anything registered after would silently keep this run's
         state.  OrderError naming call, then fix."""
-        if self._restored.resume and self._loaded_by and not self.closed:
+        if self._loaded_by and self._restored.resumed and not self.closed:
             raise error(OrderError, (
-                "%s refused: this context was opened with resume=True and "
-                "%s has already restored it, so what this registers would "
-                "keep this run's state, not the checkpoint's. %s") % (
+                "%s refused: this context has loaded a checkpoint (%s "
+                "restored it), so it resumes that run, and what this "
+                "registers would keep this run's state, not the "
+                "checkpoint's. %s (to add it to a new run started from "
+                "this checkpoint on purpose, call ctx.branch() first)") % (
                     call, self._loaded_by, fix))
+
+    def branch(self):
+        """Leave the resumed run on purpose: a new run started from the
+        checkpoint this context loaded ("seeded from a checkpoint": load,
+        branch(), then seed_all(new_seed), or load another checkpoint).
+        seed_all, a load, re-seeding the generators and registering state
+        are allowed again, until the next load; the streams and generators
+        keep the positions the load set until then.  OrderError when this
+        context has loaded no checkpoint (nothing to branch from)."""
+        super().branch()
+        self._loaded_by = None
+        self._restored.branched()
 
     def register_generator(self, name, gen):
         """Save and restore gen, a generator the job owns, as the app
@@ -127,7 +161,9 @@ class Context(_rngsnap.Context):
         Another type is TypeError.  A checkpoint holding another kind of
         generator under name is MismatchError.  In a context opened with
         resume=True, a load refuses with OrderError, changing nothing, if
-        gen was drawn from between this call and the load.  Returns gen."""
+        gen was drawn from between this call and the load; after any load,
+        a save refuses gen re-seeded since (docs/python.md, "After the
+        load").  Returns gen."""
         self._refuse_late("ctx.register_generator(%r)" % (name,),
                           "Register every generator before the load")
         self._generators.register(name, gen)
@@ -171,7 +207,8 @@ class Context(_rngsnap.Context):
         """load(path, tag=None): restore all or nothing.  tag: what the
         job's other file holds (its step); a checkpoint saved with another
         tag, or with none, is MismatchError and nothing is restored."""
-        return load_tagged(self, super().load, path, tag)
+        with _first_run(self, path):
+            return load_tagged(self, super().load, path, tag)
 
     def ignore_generator(self, gen):
         """Mark gen as deliberately in no checkpoint: the untracked
@@ -197,6 +234,13 @@ class Context(_rngsnap.Context):
         self._watch.mode = check_mode(mode)
 
     def _before_save(self, method, args, kw):
+        # In a fork() child: the core's refusal, before any check of ours
+        # (a scan, the re-seed check) could say something else.
+        self._fork_check("ctx.%s()" % method, False)
+        # Opened with resume=True and not loaded: the core refuses the save
+        # naming the missing load; nothing of ours to say first.
+        if order.awaiting_load(self):
+            return
         # A generator the load restored, re-seeded since: refused first
         # (an error, where the untracked report may only warn).
         reseed.check_save(self._restored, method, args, kw)
@@ -210,6 +254,7 @@ class Context(_rngsnap.Context):
         self._watch.before_save(method, collective)
 
     def _before_load(self, method, args, kw):
+        self._fork_check("ctx.%s()" % method, True)
         order.check_order(self._order_groups(), method, args, kw)
         # A resumed context that drew since its load: refused (the core
         # refuses it for its streams, but names no generator).
@@ -230,6 +275,29 @@ class Context(_rngsnap.Context):
         self._generators.loaded()
         self._restored.loaded(self._loading)
         self._seeders.seed = None  # a later track() keeps the loaded state
+
+
+class _first_run:
+    """with _first_run(ctx, path): a load of a path that does not exist,
+    in a context opened with resume=True that never loaded, is most often
+    a first run opened as a resumed one: its IOFailedError says how to
+    start a first run."""
+
+    def __init__(self, ctx, path):
+        self.ctx, self.path = ctx, path
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, kind, e, tb):
+        if (isinstance(e, IOFailedError) and e.args
+                and not os.path.exists(self.path)
+                and order.awaiting_load(self.ctx)):
+            e.args = ("%s. This context was opened with resume=True: on a "
+                      "first run, with no checkpoint yet, open it without "
+                      "resume=True and seed it (ctx.seed_all())"
+                      % e.args[0],)
+        return False
 
 
 hooks.install(Context)

@@ -10,16 +10,9 @@ from .._core.errors import OrderError, error
 
 
 def awaiting_load(ctx):
-    """Is ctx opened with resume=True and still without a load?  Asked of
-    the core's own resume gate: a draw of 0 values, refused with
-    OrderError then, draws nothing (and takes no lock) otherwise."""
-    for s in ctx.streams():
-        try:
-            s.generate("u32", 0)
-        except OrderError:
-            return True
-        return False
-    return False
+    """Is ctx opened with resume=True and still without a load?  The
+    core's own resume gate, read by the binding."""
+    return ctx._awaiting_load()
 
 
 TRACKED = "rngsnap.torch.track()"

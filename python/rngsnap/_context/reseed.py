@@ -1,10 +1,11 @@
 """Layer context: after the load of a resumed context, re-seeding and a
 second load (docs/python.md, "After the load").
 
-Once the load of a context opened with resume=True has restored the
-generators it holds (rngsnap.torch.track()'s torch.*, numpy.global and
-python.random; register_generator()'s own), two mistakes throw the
-restored positions away with nothing to say so:
+A context that has loaded a checkpoint resumes that run (strict by
+default, whatever its resume= flag), until ctx.branch().  Once its load
+has restored the generators it holds (rngsnap.torch.track()'s torch.*,
+numpy.global and python.random; register_generator()'s own), two
+mistakes throw the restored positions away with nothing to say so:
 
 - re-seeding one (torch.manual_seed, accelerate's set_seed, ...), most
   often with the very seed the job started with, so that comparing seeds
@@ -16,7 +17,7 @@ Re-seeding is refused as OrderError in two places, because neither sees
 every re-seed:
 
 1. At the call.  The seeding functions of SEEDERS (below) are wrapped,
-   the first time a resumed context holds a generator: a call that would
+   the first time a context holds a generator: a call that would
    re-seed a generator a load restored raises before it seeds anything.
    This catches the common case, whatever the seed and whatever the job
    draws afterwards.  It cannot see methods of C types (torch.Generator.
@@ -30,9 +31,13 @@ every re-seed:
    RandomState and of random: pos 624 and a key only init_genrand or
    init_by_array make), or a torch generator whose initial_seed() is no
    longer the one the load set, was re-seeded (or set) on a path the
-   wrappers miss: the save is refused, writing nothing.  A re-seed with
-   the same seed followed by draws on such a path looks like draws alone
-   and is not caught.
+   wrappers miss: the save is refused, writing nothing.  A torch CPU
+   generator re-seeded with the same seed and then drawn from is behind
+   where the load left it on its seed's chain of states (mt_chain.py):
+   refused too, while the draws since the re-seed are fewer than about
+   160 000 words.  For NumPy's and random's generators (no seed in their
+   state), a re-seed with the same seed followed by draws on such a path
+   looks like draws alone and is not caught.
 
 Not refused: seeding in another process than the one that loaded (a
 forked DataLoader worker seeds its own copies), and rngsnap's own keyed
@@ -49,7 +54,7 @@ import weakref
 from . import comm
 from .._core.errors import OrderError, error
 
-_live = weakref.WeakSet()     # every Restored of an open resumed context
+_live = weakref.WeakSet()     # every Restored that holds a generator
 _local = threading.local()    # .keyed: inside rngsnap's own seeding
 _installed = set()            # (module name, attribute) already wrapped
 
@@ -57,7 +62,8 @@ _installed = set()            # (module name, attribute) already wrapped
 
 def _fix(load_call):
     return ("Seed before %s, or don't re-seed: the checkpoint already holds "
-            "the positions" % load_call)
+            "the positions (to start a new run from this checkpoint on "
+            "purpose, call ctx.branch() first)" % load_call)
 
 
 # ---- what a seeding call reaches -----------------------------------------
@@ -238,8 +244,9 @@ def refuse_seeding(label, targets, args):
         if hit:
             raise error(OrderError, (
                 "%s refused, nothing seeded: called from %s, it would "
-                "re-seed %s, which %s restored in this context (opened with "
-                "resume=True), and throw the restored position%s away. %s"
+                "re-seed %s, which %s restored in this context (a context "
+                "that has loaded a checkpoint resumes that run), and throw "
+                "the restored position%s away. %s"
                 % (label, _caller(), ", ".join(hit), r.load_call,
                    "s" if len(hit) > 1 else "", _fix(r.load_call))))
 
@@ -295,14 +302,20 @@ def torch_fresh(gen):
 
 class Probe:
     """How the save tells a re-seeded generator: fresh() -> bool, seed()
-    -> torch's initial_seed() or None."""
+    -> torch's initial_seed() or None, raw() -> a torch CPU generator's
+    get_state() bytes (for mt_chain: behind the load on its seed's chain),
+    or None for other generators."""
 
-    def __init__(self, fresh, seed=None):
+    def __init__(self, fresh, seed=None, raw=None):
         self.fresh, self.seed = fresh, seed or (lambda: None)
+        self.raw = raw or (lambda: None)
 
 
 def torch_probe(gen):
-    return Probe(lambda: torch_fresh(gen), gen.initial_seed)
+    cpu = getattr(gen.device, "type", None) == "cpu"
+    return Probe(lambda: torch_fresh(gen), gen.initial_seed,
+                 (lambda: gen.get_state().numpy().tobytes()) if cpu
+                 else None)
 
 
 def probe_for(obj):
@@ -327,25 +340,24 @@ class _Entry:
         self.name, self.read, self.probe = name, read, probe
         self.ids = {id(o) for o in objects}
         self.tracked = tracked   # a track() name: seeding calls match it
-        self.at_load = None      # (state bytes, initial seed) after a load
+        # (state bytes, initial seed, raw torch CPU state) after a load
+        self.at_load = None
 
 
 class Restored:
-    """A resumed context's generators and what its load left in them."""
+    """A context's generators and what its last load left in them: every
+    context, since any load makes it a resumed one (until ctx.branch())."""
 
-    def __init__(self, ctx, resume):
+    def __init__(self, ctx):
         self._ctx = weakref.ref(ctx)
-        self.resume = bool(resume)
         self._entries = {}
-        self.pid = None          # the process that loaded
+        self.pid = None          # the process that loaded; None: not resumed
         self.load_call = "ctx.load()"
         self.keyed = set()       # re-seeded by seed_from since the load
 
     def add(self, name, read, probe, objects, tracked=False):
         """Hold generator name (read() -> its state as bytes) for the
-        checks after the load.  A context not resumed holds nothing."""
-        if not self.resume:
-            return
+        checks after a load."""
         self._entries[name] = _Entry(name, read, probe, objects, tracked)
         install()
         _live.add(self)
@@ -359,13 +371,26 @@ class Restored:
 
     def loaded(self, method):
         """A load succeeded: what it left in every generator."""
-        if not self.resume:
-            return
         self.pid = os.getpid()
         self.load_call = "ctx.%s()" % method
         self.keyed.clear()
         for e in self._entries.values():
-            e.at_load = (e.read(), e.probe.seed() if e.probe else None)
+            e.at_load = (e.read(), e.probe.seed() if e.probe else None,
+                         e.probe.raw() if e.probe else None)
+
+    def branched(self):
+        """ctx.branch(): no longer a resumed run; the next load is one
+        again."""
+        self.pid = None
+        self.keyed.clear()
+        for e in self._entries.values():
+            e.at_load = None
+
+    @property
+    def resumed(self):
+        """Has a load (not branched since) made this a resumed context,
+        in this process?"""
+        return self.pid == os.getpid()
 
     def _restored(self):
         """The entries a load restored, in this process, while the context
@@ -387,19 +412,43 @@ class Restored:
         for e in self._restored():
             if e.probe is None or e.name in self.keyed:
                 continue
-            state, seed = e.at_load
+            state, seed, raw = e.at_load
             now = e.probe.seed()
             if seed is not None and now != seed:
                 out.append((e.name, "its initial_seed() is now %d, the one "
                             "%s set was %d" % (now, self.load_call, seed)))
-            elif e.read() != state and e.probe.fresh():
+            elif e.read() == state:
+                continue
+            elif e.probe.fresh():
                 out.append((e.name, "its state is one that seeding leaves, "
                             "with no draw since"))
+            elif raw is not None:
+                back = _went_back(raw, e.probe.raw())
+                if back is not None:
+                    out.append((e.name, back))
         return out
 
     def moved(self):
         """Names of the generators whose state changed since the load."""
         return [e.name for e in self._restored() if e.read() != e.at_load[0]]
+
+
+def _went_back(at_load, now):
+    """How a torch CPU generator's state now is behind where the load left
+    it on its own seed's chain (re-seeded with the same seed, then drawn
+    from), or None."""
+    from . import mt_chain
+    back = mt_chain.went_back(at_load, now)
+    if back is None:
+        return None
+    words, loaded = back
+    seed = mt_chain.parse(now)[0]
+    return ("its state is %d word%s past a fresh manual_seed(%d), behind "
+            "the %s where the load left it: re-seeded with the same seed, "
+            "then drawn from" % (
+                words, "" if words == 1 else "s", seed,
+                "%d words" % loaded if loaded is not None else
+                "more than %d words" % (mt_chain.LIMIT * 624)))
 
 
 # ---- the refusals of a save and of a second load ---------------------------
@@ -423,7 +472,7 @@ def _together(restored, flag, method, args, kw):
     load_state_dict before any collective save), so all ask or none does,
     and no other save or load pays a collective."""
     group = _collective(method, args, kw)
-    if group is False or not restored.resume or restored.pid is None:
+    if group is False or restored.pid is None:
         return None
     return comm.ranks_flagged(flag, group)
 
@@ -431,13 +480,14 @@ def _together(restored, flag, method, args, kw):
 def check_save(restored, method, args, kw):
     """Before a save: OrderError, nothing written, when a generator the
     load restored was re-seeded since."""
-    found = restored.reseeded() if restored.resume else []
+    found = restored.reseeded()
     ranks = _together(restored, bool(found), method, args, kw)
     if found:
         raise error(OrderError, (
             "ctx.%s() refused, nothing written: %s since %s restored %s in "
-            "this context (opened with resume=True), so the checkpoint "
-            "would not continue the resumed run. %s" % (
+            "this context (a context that has loaded a checkpoint resumes "
+            "that run), so the checkpoint would not continue the resumed "
+            "run. %s" % (
                 method, "; ".join("%s was re-seeded or set (%s)" % nh
                                   for nh in found),
                 restored.load_call, "them" if len(found) > 1 else "it",
@@ -455,8 +505,9 @@ def check_reload(ctx, restored, method, args, kw):
     """Before a load: OrderError, nothing restored, when a resumed context
     has drawn since its load (a generator it holds moved, or a stream drew):
     loading again would rewind them."""
+    # The core clears its streams' drawn flags at every load: drawn since.
     gens, streams = ((restored.moved(), ctx._streams_drawn())
-                     if restored.resume else ([], []))
+                     if restored.resumed else ([], []))
     moved = []
     if gens:
         moved.append("generator%s %s changed (drawn from, re-seeded or set)"
@@ -469,11 +520,11 @@ def check_reload(ctx, restored, method, args, kw):
     tail = ("; loading again would rewind %s to the checkpoint's positions "
             "and replay numbers already used. Load once, before the first "
             "draw; to go back to a checkpoint on purpose, load it into a "
-            "new rngsnap.Context()")
+            "new rngsnap.Context() or call ctx.branch() first")
     if moved:
         raise error(OrderError, (
-            "ctx.%s() refused, nothing restored: this context was opened "
-            "with resume=True and since %s, %s" % (
+            "ctx.%s() refused, nothing restored: this context has loaded a "
+            "checkpoint and since %s, %s" % (
                 method, restored.load_call, " and ".join(moved)))
             + tail % ("them" if many else "it"))
     if ranks:

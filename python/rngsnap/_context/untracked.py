@@ -10,6 +10,11 @@ or that a library keeps for itself (the random.Random of each tempfile
 name sequence: tempfile's, multiprocessing's; SymPy's, which torch 2.x
 imports).
 
+Every save compares the process-wide generators (torch's, NumPy's,
+random's: process_wide.py) with the previous save's states, a few
+microseconds; the scan of everything else is rate-limited under "warn"
+(Watch.due).
+
 The scan looks only for the types of modules already imported (it never
 imports torch or NumPy), walks gc.get_objects() and what each object
 refers to in one C pass (_rngsnap._find_instances: a torch.Generator is
@@ -430,13 +435,26 @@ class Watch:
         return (_clock() - _schedule.last_end
                 >= RESCAN_FACTOR * _schedule.last_cost)
 
+    def quick(self):
+        """Between two scans: the process-wide generators that no open
+        context holds and that drew since the previous save (a Found
+        each).  Microseconds: a few get_state() calls."""
+        skip, held = _tracked_everywhere()
+        if held:
+            process_wide.forget()
+            return []
+        return [Found(g.obj, [g.where])
+                for g in process_wide.drawn_since_last(skip)]
+
     def before_save(self, method, collective=None):
-        """Scan when due; warn, or raise UntrackedGeneratorError under
-        "error".  collective(flag) -> ranks that flagged (a collective
-        save method: every rank refuses together)."""
-        if not self.due():
+        """Scan when due, else compare the process-wide generators with
+        the previous save's; warn, or raise UntrackedGeneratorError under
+        "error" (which scans at every save).  collective(flag) -> ranks
+        that flagged (a collective save method: every rank refuses
+        together)."""
+        if self.mode == "ignore":
             return
-        found = self.scan()
+        found = self.scan() if self.due() else self.quick()
         if self.mode == "error":
             ranks = collective(bool(found)) if collective else []
             if found:

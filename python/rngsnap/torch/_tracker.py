@@ -22,7 +22,8 @@ from .._context import order as _order
 from .._context import reseed as _reseed
 from .._context.order import awaiting_load
 from .._core import fingerprint as _fp
-from .._core.errors import Error, MismatchError, error, raised_by_python
+from .._core.errors import (Error, InvalidError, MismatchError, error,
+                            raised_by_python)
 from .._core.stack import stacklevel
 
 FINGERPRINT_STATE = "rngsnap.fingerprint"
@@ -43,7 +44,8 @@ class Tracker:
         refuse = getattr(ctx, "_refuse_late", None)
         if refuse is not None:
             refuse("rngsnap.torch.track(ctx)", "Call rngsnap.torch.track(ctx)"
-                   " before the load (after building the model)")
+                   " before the load, after building the model")
+        _refuse_twice(ctx)
         self._ctx = weakref.ref(ctx)
         self.fingerprint_mode = fingerprint
         devices = device_generators()
@@ -59,9 +61,10 @@ class Tracker:
         self._awaiting = awaiting_load(ctx) if resume is None else resume
         self._at_track = ({g.name: g.read() for g in self.generators}
                           if self._awaiting else {})
-        # Re-seeding after the load, and a second load (reseed.py).
+        # Re-seeding after a load, and a second load (reseed.py): any
+        # context that loads is a resumed one.
         restored = getattr(ctx, "_restored", None)
-        for g in (self.generators if self._awaiting and restored else ()):
+        for g in (self.generators if restored is not None else ()):
             obj = _reseed.tracked_object(g.name)
             restored.add(g.name, g.read, obj is not None and
                          _reseed.probe_for(obj) or None,
@@ -101,9 +104,14 @@ class Tracker:
                 if g.read() != self._at_track[g.name]]
 
     def _check_order(self, method, args, kw):
+        ctx = self._ctx()
+        # In a fork() child the core refuses the load: say that, not what
+        # the worker's own seeding did to the generators.
+        fork_check = getattr(ctx, "_fork_check", None)
+        if fork_check is not None:
+            fork_check("ctx.%s()" % method, True)
         # Every generator of the context that moved, the registered ones
         # too: the refusal names each, not the first family found.
-        ctx = self._ctx()
         groups = getattr(ctx, "_order_groups", None)
         _order.check_order(groups() if groups else [
             (self._drawn(), _order.TRACKED, "tracked generators")],
@@ -192,6 +200,20 @@ class Tracker:
         warnings.warn(text, RuntimeWarning, stacklevel=stacklevel())
 
 
+def _refuse_twice(ctx):
+    """InvalidError, before anything is registered, when ctx already holds
+    what track() registers (a second track(), or a state of that name)."""
+    trackers = [t for t in getattr(ctx, "_trackers", ()) if t._ctx() is ctx]
+    if trackers:
+        raise error(InvalidError, (
+            "rngsnap.torch.track(ctx) refused: this context is already "
+            "tracked (an earlier track(ctx) registered %s), and one context "
+            "holds each generator once. Call rngsnap.torch.track(ctx) once "
+            "per context, after building the model and before the load; "
+            "keep the Tracker it returned if you need it again")
+            % ", ".join(trackers[0].names))
+
+
 def track(ctx, fingerprint="warn", resume=None):
     """Register torch's, NumPy's and Python's generators (and the
     fingerprint) as app states of ctx.  Call it once per context, before
@@ -204,7 +226,8 @@ def track(ctx, fingerprint="warn", resume=None):
     "strict" (MismatchError, nothing restored) or "off" (not compared; it
     is still saved, so checkpoints load under every mode).
     resume: None (default) checks the order when ctx awaits its first
-    load (opened with resume=True); False never checks."""
+    load (opened with resume=True); False never checks.  Once per
+    context: a second track(ctx) is InvalidError, changing nothing."""
     return Tracker(ctx, fingerprint, resume)
 
 
