@@ -73,14 +73,25 @@ class Rngsnap:
     def save(self, path):
         self.ctx.save(path, replace=True)
 
+    # The bench sets other states before each load on purpose (every load
+    # a run of its own): a loaded context resumes its run and would refuse
+    # that re-seed and the next load, so each load is followed by
+    # ctx.branch().
     def load(self, path):
         self.ctx.load(path)
+        self.ctx.branch()
 
     def save_mem(self):
         return self.ctx.save_bytes()
 
     def load_mem(self, data):
         self.ctx.load_bytes(data)
+        self.ctx.branch()
+
+    def in_child(self):
+        """The way for a fork() child: a context of the child's own (one
+        the parent opened refuses loads in a child)."""
+        return Rngsnap()
 
     refusal = rngsnap.Error
 
@@ -109,6 +120,9 @@ class TorchSave:
         self.load(io.BytesIO(data))
 
     refusal = Exception
+
+    def in_child(self):
+        return self
 
 
 class TorchSaveFsync(TorchSave):
@@ -163,13 +177,14 @@ def sweep(way, data, saved, step, work):
         if pid == 0:
             os.close(r)
             out = []
+            mine = way.in_child()
             for i in chunk:
                 flipped = bytearray(data)
                 flipped[i] ^= 0xFF
                 p = os.path.join(work, "f%d" % os.getpid())
                 with open(p, "wb") as f:
                     f.write(flipped)
-                out.append(classify(way, p, saved, 777))
+                out.append(classify(mine, p, saved, 777))
             os.write(w, " ".join(out).encode())
             os._exit(0)
         os.close(w)
@@ -255,6 +270,7 @@ def main():
           "times are medians of %d; flips of every %s)" % (
               len(ways[0].ctx.streams()), n,
               "16th byte" if step > 1 else "byte"))
+    ways[0].ctx.close()  # its track() would hold the global generators
     globals_check(200 if args.quick else 2000, work=args.dir)
     untracked_scan(args.objects or (200_000 if args.quick else 1_000_000),
                    work=args.dir)
@@ -278,12 +294,14 @@ def globals_check(n, work=None):
     path = os.path.join(folder, "ck")
     ctx = rngsnap.Context(untracked="warn")
     ctx.seed_all(1)
+    # no open context may track the globals: the check would be skipped
+    assert not untracked._tracked_everywhere()[1], "a context tracks them"
     untracked._schedule.last_end = untracked._clock()
     untracked._schedule.last_cost = 1.0  # no scan for the next 100 s
     print("per-save check of the global generators, no track() (wall / "
           "CPU us, medians of %d)" % n)
 
-    def row(what, fn, draw=False):
+    def row(what, fn, draw=False, note=""):
         for _ in range(n // 10):  # warm up: caches, the first-time reads
             fn()
         wall, cpu = [], []
@@ -294,11 +312,18 @@ def globals_check(n, work=None):
             fn()
             wall.append(time.perf_counter() - t)
             cpu.append(time.process_time() - c)
-        print("  %-42s %9.1f %9.1f" % (what, statistics.median(wall) * 1e6,
-                                       statistics.median(cpu) * 1e6))
+        print("  %-44s %9.1f %9.1f%s" % (what, statistics.median(wall) * 1e6,
+                                         statistics.median(cpu) * 1e6, note))
+    np.random.seed(0)  # no cached gaussian: the check reads NumPy's key only
+    np.random.rand()
     row("the check, nothing drawn since the last", ctx._watch.quick)
+    np.random.standard_normal()  # caches the second gaussian of the pair
+    row("the same, NumPy's cached gaussian set", ctx._watch.quick,
+        note="  (reads np.random.get_state())")
     row("the check, all three drawn since the last", ctx._watch.quick,
         draw=True)
+    np.random.seed(0)
+    np.random.rand()
     ctx.untracked = "ignore"
     row('ctx.save_bytes(), untracked="ignore"', ctx.save_bytes)
     ctx.untracked = "warn"

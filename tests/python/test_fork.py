@@ -10,6 +10,7 @@ cannot be sent to a worker started by spawn or forkserver (pickling
 refused, saying why); keys can, and a keyed loader gives the same batches
 under every start method.
 """
+import gc
 import os
 import pickle
 import random
@@ -66,6 +67,15 @@ def _in_child(body):
     _, status = os.waitpid(pid, 0)
     assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
     return out
+
+
+@pytest.fixture(autouse=True)
+def _collect():
+    """The loaders, samplers and contexts of a test are let go of here
+    (DataLoader iterators hold reference cycles), so that their
+    generators do not reach a later test's untracked report."""
+    yield
+    gc.collect()
 
 
 def _read(path):

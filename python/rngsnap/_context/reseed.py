@@ -34,13 +34,14 @@ every re-seed:
    wrappers miss: the save is refused, writing nothing.  A torch CPU
    generator re-seeded with the same seed and then drawn from is behind
    where the load left it on its seed's chain of states (mt_chain.py):
-   refused too, while the draws since the re-seed are fewer than about
-   160 000 words.  For NumPy's and random's generators (no seed in their
+   refused too, while it drew fewer words since the re-seed than the
+   load's state had since its seeding (and fewer than about 160 000).  For NumPy's and random's generators (no seed in their
    state), a re-seed with the same seed followed by draws on such a path
    looks like draws alone and is not caught.
 
-Not refused: seeding in another process than the one that loaded (a
-forked DataLoader worker seeds its own copies), and rngsnap's own keyed
+Not refused: seeding after ctx.branch() (Restored.branched), seeding in
+another process than the one that loaded (a forked DataLoader worker
+seeds its own copies), and rngsnap's own keyed
 seeding (rngsnap.torch.seed_from, KeyedDataset: a pure function of the
 restored streams, the same in an uninterrupted run).
 """
