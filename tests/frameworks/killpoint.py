@@ -61,12 +61,19 @@ def digest(*generators):
     return " ".join(parts)
 
 
+def _line(text):
+    # One write: ranks that share stdout (a launcher's children) cannot
+    # cut it (print() writes the text and its newline apart).
+    sys.stdout.write(text + "\n")
+    sys.stdout.flush()
+
+
 def committed(tag, *generators):
-    print("checkpoint %s rng %s" % (tag, digest(*generators)), flush=True)
+    _line("checkpoint %s rng %s" % (tag, digest(*generators)))
     if os.environ.get("RNGSNAP_HOLD_AT") == str(tag):
         sys.stdin.readline()  # the harness kills the job here
         raise SystemExit("killpoint: stdin closed while held at %s" % tag)
 
 
 def resumed(tag, *generators):
-    print("resumed %s rng %s" % (tag, digest(*generators)), flush=True)
+    _line("resumed %s rng %s" % (tag, digest(*generators)))
