@@ -14,6 +14,7 @@ stdout: the harness holds them at a checkpoint and kills them together
 """
 import hashlib
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -88,7 +89,8 @@ def train(args):
     if args.plain:
         batches = plain_batches(loader, sampler, step)
     else:  # rngsnap: the sampler's position is in the context's bytes
-        batches = (b for _ in sampler.epochs() for b in sampler.batches(loader))
+        batches = (b for _ in sampler.epochs()
+                   for b in sampler.batches(loader))
     for x, y in batches:
         opt.zero_grad()
         loss = loss_fn(model(x), y)  # dropout: this rank's generator
@@ -126,7 +128,7 @@ def launch(ranks):
             rc = code
             for p in procs:
                 try:
-                    os.kill(p.pid, 9)
+                    os.kill(p.pid, signal.SIGKILL)
                 except ProcessLookupError:
                     pass
     return 1 if rc else 0
