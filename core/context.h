@@ -16,6 +16,7 @@
 #include <rngsnap/backend.h>
 
 #include "words.h"
+#include "coords.h"
 
 #define RS_ERRMSG_MAX 2048
 
@@ -103,6 +104,7 @@ struct rngsnap {
     rs_app_state *apps;
     size_t napps;
     int rank, world_size;
+    char coords[RS_COORDS_MAX]; /* rngsnap_set_coords, canonical; "" none */
     atomic_int awaiting_load; /* RESUME gate: draws refused until a load */
     atomic_int loaded;   /* a load has succeeded (ever: rngsnap_branch
                             keeps it, the seed gate and rs_seed_default

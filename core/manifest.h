@@ -12,7 +12,7 @@
 #include <rngsnap.h>
 
 #define RS_MAN_MAGIC "RSNPMAN"      /* 8 bytes with its NUL */
-#define RS_MAN_VERSION 1u
+#define RS_MAN_VERSION 2u          /* written; 1 and 2 are read */
 #define RS_MAN_FILE "MANIFEST"      /* the commit record's name in dir */
 #define RS_MAN_WORLD_MAX (1 << 20)
 #define RS_MAN_APPS_MAX 65536u
@@ -30,23 +30,43 @@ struct rngsnap_manifest {
     rngsnap_manifest_info info;
     uint8_t id[RS_MAN_ID_SIZE], forked_from[RS_MAN_ID_SIZE];
     rngsnap_manifest_rank *ranks;   /* info.world_size of them */
+    rngsnap_manifest_file *files;   /* info.file_count of them */
     rngsnap_manifest_app *apps;     /* info.app_count of them  */
     char *names;
 };
 
 /* "rank-%05d.<id hex>.rngsnap" into out (RS_MAN_RANK_NAME_MAX bytes). */
 void rs_man_rank_file(int rank, const uint8_t id[RS_MAN_ID_SIZE], char *out);
+/* "node-%05d.<id hex>.rngsnap" (the node's index, 0 = rank 0's node)
+ * into out (RS_MAN_RANK_NAME_MAX bytes). */
+void rs_man_node_file(int node, const uint8_t id[RS_MAN_ID_SIZE], char *out);
 /* 32 lowercase hex digits of id into out (33 bytes). */
 void rs_man_hex(const uint8_t id[RS_MAN_ID_SIZE], char *out);
 
-/* Encode a manifest into a new buffer (free()).  RNGSNAP_E_NOMEM or
- * RNGSNAP_E_INVALID (a bound exceeded) with the reason in err. */
-int rs_man_encode(int32_t world_size, int64_t created_unix,
-                  const uint8_t id[RS_MAN_ID_SIZE],
-                  const uint8_t forked_from[RS_MAN_ID_SIZE],
-                  const rngsnap_manifest_rank *ranks,
-                  const rngsnap_manifest_app *apps, size_t app_count,
-                  uint8_t **buf, size_t *len, char *err, size_t errlen);
+/* What a save hands rs_man_encode (version 2).  files[i].name and
+ * ranks[r].file are ignored: the encoder writes the names from the
+ * layout (node-%05d or, per_rank_files, rank-%05d) and the id. */
+typedef struct rs_man_out {
+    int32_t world_size;
+    int64_t created_unix;
+    const uint8_t *id;          /* RS_MAN_ID_SIZE bytes                   */
+    const uint8_t *forked_from; /* RS_MAN_ID_SIZE bytes, zero: none       */
+    int per_rank_files;         /* files are rank-NNNNN, one rank each    */
+    uint32_t emulated_ranks_per_node; /* 0 when nodes are real            */
+    const rngsnap_manifest_file *files; /* file_count, in rank order      */
+    size_t file_count;
+    const rngsnap_manifest_rank *ranks; /* world_size: file_index, offset,
+                                           size, checksum, coords         */
+    const rngsnap_manifest_app *apps;
+    size_t app_count;
+} rs_man_out;
+
+/* Encode a version-2 manifest into a new buffer (free()).  RNGSNAP_E_NOMEM
+ * or RNGSNAP_E_INVALID (a bound exceeded, a layout that is not whole:
+ * ranks of a file not consecutive from its first_rank, images not end to
+ * end from offset 0 filling the file) with the reason in err. */
+int rs_man_encode(const rs_man_out *o, uint8_t **buf, size_t *len,
+                  char *err, size_t errlen);
 
 /* Verify buf[0..len) completely (every bound, the file names, the
  * checksum) into a new manifest (free with rngsnap_manifest_close).
@@ -56,8 +76,8 @@ int rs_man_decode(const uint8_t *buf, size_t len, const char *what,
                   const char *dir, struct rngsnap_manifest **out, char *err,
                   size_t errlen);
 
-/* Check a rank file's bytes against its manifest record: size, then
- * XXH3-64 of the whole image.  RNGSNAP_E_CORRUPT naming path and rank. */
+/* Check a rank's image bytes against its manifest record: length, then
+ * XXH3-64.  RNGSNAP_E_CORRUPT naming path, offset and rank. */
 int rs_man_check_rank(const struct rngsnap_manifest *m, int rank,
                       const char *path, const uint8_t *buf, size_t len,
                       char *err, size_t errlen);

@@ -52,4 +52,15 @@ int rs_store_write(const struct rngsnap *lctx, const char *path,
 int rs_store_read(const char *path, size_t hint, uint8_t **buf, size_t *len,
                   char *err, size_t errlen);
 
+/* Read bytes [offset, offset + length) of the regular file at path into
+ * a new buffer (free()), reading only those bytes (pread).  When
+ * file_size is not 0 the file must hold exactly that many bytes
+ * (RNGSNAP_E_CORRUPT naming both sizes otherwise: a truncated or grown
+ * node file).  A file too short for the range is RNGSNAP_E_CORRUPT; a
+ * missing or unreadable one RNGSNAP_E_IO; length above RS_FMT_FILE_MAX
+ * RNGSNAP_E_CORRUPT. */
+int rs_store_read_range(const char *path, uint64_t offset, size_t length,
+                        uint64_t file_size, uint8_t **buf, char *err,
+                        size_t errlen);
+
 #endif /* RNGSNAP_CORE_STORE_H */

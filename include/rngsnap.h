@@ -109,6 +109,10 @@ enum {
 /* rngsnap_save: skip the fsync of file and folder (benchmarks, tmpfs).
  * The rename is still atomic; durability after power loss is not. */
 #define RNGSNAP_SAVE_NO_SYNC 0x2u
+/* rngsnap_save_ranks: write one file per rank (rank-NNNNN.<id>.rngsnap)
+ * instead of one file per node, as before node aggregation.  The
+ * manifest is version 2 either way; both layouts load. */
+#define RNGSNAP_SAVE_PER_RANK_FILES 0x4u
 
 /* rngsnap_load_ranks (and rngsnap_mpi_load): the folder may come from
  * another world size.  Same world size: an exact resume, as without the
@@ -200,6 +204,24 @@ RNGSNAP_API void rngsnap_close(rngsnap *ctx);
 RNGSNAP_API int rngsnap_set_rank(rngsnap *ctx, int rank, int world_size);
 RNGSNAP_API int rngsnap_get_rank(const rngsnap *ctx, int *rank,
                                  int *world_size);
+
+/* This rank's parallel coordinates, e.g. "dp=3,tp=1,pp=0,ep=2": up to 16
+ * comma-separated name=value pairs, names of 1..15 characters [a-z0-9_]
+ * starting with a letter, values decimal 0..2^31-1, no name twice
+ * (RNGSNAP_E_INVALID naming the fault otherwise); kept sorted by name.
+ * NULL or "" clears them.  rngsnap_save_ranks records them per rank in
+ * the manifest, and an exact rngsnap_load_ranks whose rank has other
+ * coordinates than the saved rank of the same number is
+ * RNGSNAP_E_MISMATCH naming the rank, both coordinate sets and the saved
+ * rank that had this rank's coordinates (a job re-mapped to other
+ * parallel groups at the same world size).  Saved with coordinates and
+ * loaded without (or the reverse) is RNGSNAP_E_MISMATCH too; set them
+ * after the load to start recording them.  A fork (RNGSNAP_LOAD_FORK
+ * onto another world size) does not compare them. */
+RNGSNAP_API int rngsnap_set_coords(rngsnap *ctx, const char *coords);
+/* The coordinates as kept ("" when none); valid until the next
+ * rngsnap_set_coords or rngsnap_close. */
+RNGSNAP_API const char *rngsnap_get_coords(const rngsnap *ctx);
 
 /* Seed every entry from (seed, rank, backend, device, stream name);
  * see docs/seeding in the user guide for the mixing function.  Until a
@@ -298,41 +320,59 @@ RNGSNAP_API int rngsnap_unregister_state(rngsnap *ctx, const char *name);
 /* The collectives a multi-rank save or load needs, supplied by the caller
  * (librngsnap_mpi fills one from an MPI_Comm; the Python package from
  * torch.distributed).  The core has no other tie to a communicator.
- * Every call is collective: all `size` ranks make the same calls in the
- * same order with the same len and root.  Each returns 0 on success and
- * nonzero on failure (the save or load then fails with
+ * Zero the whole struct before filling it.  No step of a save or load
+ * moves O(ranks) bytes to every rank: ranks send to their node's leader,
+ * leaders to rank 0, and rank 0 broadcasts a fixed-size verdict
+ * (docs/user-guide.md, "Multi-rank checkpoints").  Each function returns
+ * 0 on success and nonzero on failure (the save or load then fails with
  * RNGSNAP_E_BACKEND; ranks may then disagree, so an adapter whose
- * collective can fail on some ranks only should abort the job, as MPI's
- * default error handler does). */
+ * communication can fail on some ranks only should abort the job, as
+ * MPI's default error handler does). */
 typedef struct rngsnap_comm {
     int rank;   /* this process: 0 <= rank < size */
     int size;   /* ranks in the job               */
     void *user; /* handed to every call           */
-    /* Every rank gives len bytes at send; on every rank recv (size * len
-     * bytes) gets rank r's bytes at offset r * len. */
-    int (*allgather)(void *user, const void *send, void *recv, size_t len);
-    /* root's len bytes at buf are copied into buf on every other rank. */
+    /* Collective: root's len bytes at buf are copied into buf on every
+     * other rank (all ranks call it with the same len and root). */
     int (*broadcast)(void *user, void *buf, size_t len, int root);
+    /* len bytes to rank dest; may return before dest receives them.
+     * Messages from one rank to another arrive in the order sent. */
+    int (*send)(void *user, const void *buf, size_t len, int dest);
+    /* Receive a message of exactly len bytes from rank src, or from any
+     * rank when src is -1; *from (never NULL) gets the sender's rank. */
+    int (*recv)(void *user, void *buf, size_t len, int src, int *from);
+    /* This rank's node: node_size ranks (1 or more) whose global ranks
+     * are node_ranks[0..node_size), ascending, this rank among them.
+     * node_ranks[0] is the node's leader: it writes the node's file.
+     * Every rank of a node must give the same list (MPI: the ranks of
+     * MPI_Comm_split_type(MPI_COMM_TYPE_SHARED)).  The environment
+     * variable RNGSNAP_RANKS_PER_NODE=N replaces it by nodes of N
+     * consecutive ranks (a test aid, logged and recorded as such). */
+    int node_size;
+    const int *node_ranks;
     /* NULL, or why the adapter could not make a communicator (e.g. "MPI
      * is not initialised"): the call then fails on this rank alone with
-     * RNGSNAP_E_INVALID and this text, calling no collective.  Zero the
-     * whole struct before filling it, so this is NULL by default. */
+     * RNGSNAP_E_INVALID and this text, calling nothing collective. */
     const char *unusable;
 } rngsnap_comm;
 
-/* Collective: write this rank's file into folder dir (created if
- * missing; one level), then, once every rank's file is durably written,
- * rank 0 commits the checkpoint by writing the folder's manifest last
- * (temporary file, fsync, rename, folder fsync).  Flags as rngsnap_save
- * (RNGSNAP_SAVE_REPLACE: a committed folder may be replaced; the previous
- * checkpoint stays loadable in full until the new manifest is in place).
+/* Collective: every rank sends its checkpoint image to its node's
+ * leader, which writes the node's file into folder dir (created if
+ * missing; one level); once every node's file is durably written, rank 0
+ * commits the checkpoint by writing the folder's manifest last
+ * (temporary file, fsync, rename, folder fsync), mapping every rank to
+ * its bytes (file, offset, length, checksum) and coordinates.  Flags as
+ * rngsnap_save (RNGSNAP_SAVE_REPLACE: a committed folder may be
+ * replaced; the previous checkpoint stays loadable in full until the new
+ * manifest is in place), and RNGSNAP_SAVE_PER_RANK_FILES.
  * The context's rank and world size must equal comm's (else
  * RNGSNAP_E_INVALID).  Every rank returns the same code; on failure the
  * message on every rank names the first failing rank and why. */
 RNGSNAP_API int rngsnap_save_ranks(rngsnap *ctx, const rngsnap_comm *comm,
                                    const char *dir, unsigned flags);
-/* Collective: every rank verifies the manifest and its own file
- * (checksum, registry match); only when every rank is ready does any
+/* Collective: rank 0 verifies the manifest and sends each rank its
+ * record; every rank reads and verifies only its own bytes (checksum,
+ * registry match, coordinates); only when every rank is ready does any
  * rank change its live state, and if any rank then fails, every rank
  * rolls back.  Another world size is RNGSNAP_E_MISMATCH unless flags has
  * RNGSNAP_LOAD_FORK.  Every rank returns the same code. */
@@ -484,20 +524,40 @@ RNGSNAP_API int rngsnap_philox_decode(const rngsnap_file_section *sec,
 typedef struct rngsnap_manifest rngsnap_manifest;
 
 typedef struct rngsnap_manifest_info {
-    uint32_t format_version;
+    uint32_t format_version; /* 1: one file per rank; 2: nodes (or ranks
+                                with RNGSNAP_SAVE_PER_RANK_FILES)       */
     char id[33];           /* checkpoint id, 32 lowercase hex digits       */
     char forked_from[33];  /* id of the checkpoint a fork in this job's
                               history started from; "" when none           */
     int32_t world_size;
     int64_t created_unix;
     size_t app_count;      /* app states recorded (rank 0's list)          */
+    /* appended in version 2 (version 1: world_size files, 0) */
+    size_t file_count;     /* data files the manifest names              */
+    uint32_t emulated_ranks_per_node; /* RNGSNAP_RANKS_PER_NODE at save,
+                                         0 when nodes were real          */
 } rngsnap_manifest_info;
 
 typedef struct rngsnap_manifest_rank {
-    const char *file;      /* file name inside the folder                  */
+    const char *file;      /* name of the file inside the folder holding
+                              this rank's image                         */
+    uint64_t size;         /* bytes of this rank's image                   */
+    uint64_t checksum;     /* XXH3-64 of this rank's image                 */
+    /* appended in version 2 (version 1: 0, the rank, "") */
+    uint64_t offset;       /* where the image starts in file               */
+    size_t file_index;     /* its file, for rngsnap_manifest_file_at        */
+    const char *coords;    /* rngsnap_set_coords at save; "" when none      */
+} rngsnap_manifest_rank;
+
+/* One data file of a folder: a node's (node-NNNNN.<id>.rngsnap, the
+ * images of its ranks end to end, ascending) or a rank's. */
+typedef struct rngsnap_manifest_file {
+    const char *name;      /* file name inside the folder                  */
+    int32_t first_rank;    /* its lowest rank (the node's leader)          */
+    uint32_t rank_count;   /* images it holds                              */
     uint64_t size;         /* bytes                                        */
     uint64_t checksum;     /* XXH3-64 of the whole file                    */
-} rngsnap_manifest_rank;
+} rngsnap_manifest_file;
 
 typedef struct rngsnap_manifest_app {
     const char *name;
@@ -518,9 +578,12 @@ RNGSNAP_API const rngsnap_manifest_rank *
 rngsnap_manifest_rank_at(const rngsnap_manifest *m, int rank);
 RNGSNAP_API const rngsnap_manifest_app *
 rngsnap_manifest_app_at(const rngsnap_manifest *m, size_t i);
-/* Open rank's file as rngsnap_file_open does, after checking its size and
- * XXH3-64 against the manifest (RNGSNAP_E_CORRUPT naming the file when
- * they differ). */
+/* NULL when i >= info.file_count. */
+RNGSNAP_API const rngsnap_manifest_file *
+rngsnap_manifest_file_at(const rngsnap_manifest *m, size_t i);
+/* Open rank's image as rngsnap_file_open does a file, after checking its
+ * length and XXH3-64 against the manifest (RNGSNAP_E_CORRUPT naming the
+ * file, offset and rank when they differ).  Reads only those bytes. */
 RNGSNAP_API int rngsnap_manifest_open_rank(const rngsnap_manifest *m,
                                            int rank, rngsnap_file **out,
                                            char *err, size_t errlen);
