@@ -16,6 +16,7 @@ static const char *const rs_words[RS_W_COUNT][RS_LANG_COUNT] = {
     [RS_W_OPEN]           = {"rngsnap_open", "rngsnap.Context()"},
     [RS_W_RESUME]         = {"RNGSNAP_RESUME", "resume=True"},
     [RS_W_SET_RANK]       = {"rngsnap_set_rank", "ctx.set_rank()"},
+    [RS_W_SET_COORDS]     = {"rngsnap_set_coords", "ctx.set_coords()"},
     [RS_W_SEED_ALL]       = {"rngsnap_seed_all", "ctx.seed_all()"},
     [RS_W_STREAM_FIND]    = {"rngsnap_stream_find", "ctx.stream()"},
     [RS_W_STREAM_AT]      = {"rngsnap_stream_at", "ctx.streams()"},
