@@ -315,22 +315,26 @@ static int commit_manifest(job *j, unsigned flags,
     struct rngsnap *ctx = j->ctx;
     int n = j->c->size, rc;
     rngsnap_manifest_rank *ranks = calloc((size_t)n, sizeof *ranks);
-    char *names = malloc((size_t)n * RS_MAN_RANK_NAME_MAX);
+    rngsnap_manifest_file *files = calloc((size_t)n, sizeof *files);
     rngsnap_manifest_app *apps = calloc(ctx->napps + 1, sizeof *apps);
     uint8_t *buf = NULL;
     size_t len;
     char *mpath = join(j->dir, RS_MAN_FILE);
-    if (!ranks || !names || !apps || !mpath) {
+    if (!ranks || !files || !apps || !mpath) {
         rc = rs_error(ctx, RNGSNAP_E_NOMEM, "%s %s: out of memory", j->op,
                       j->dir);
         goto out;
     }
+    /* Bridge to the version-2 manifest until the node protocol lands:
+     * one file per rank, the image its whole file.  The allgather
+     * carries no coordinates, so none are recorded yet. */
     for (int r = 0; r < n; r++) {
-        char *q = names + (size_t)r * RS_MAN_RANK_NAME_MAX;
-        rs_man_rank_file(r, id, q);
-        ranks[r].file = q;
-        ranks[r].size = recs[r].size;
-        ranks[r].checksum = recs[r].sum;
+        files[r].first_rank = r;
+        files[r].rank_count = 1;
+        files[r].size = ranks[r].size = recs[r].size;
+        files[r].checksum = ranks[r].checksum = recs[r].sum;
+        ranks[r].file_index = (size_t)r;
+        ranks[r].coords = "";
     }
     /* An app state is the same on all ranks when every rank has one of
      * that name (hash) with the same bytes (hash) as rank 0.  Ranks
@@ -352,8 +356,11 @@ static int commit_manifest(job *j, unsigned flags,
         apps[i].same_on_all_ranks = same;
     }
     char err[RS_ERRMSG_MAX];
-    rc = rs_man_encode(n, (int64_t)time(NULL), id, ctx->forked_from, ranks,
-                       apps, ctx->napps, &buf, &len, err, sizeof err);
+    rs_man_out o = {.world_size = n, .created_unix = (int64_t)time(NULL),
+                    .id = id, .forked_from = ctx->forked_from,
+                    .per_rank_files = 1, .files = files, .file_count = (size_t)n,
+                    .ranks = ranks, .apps = apps, .app_count = ctx->napps};
+    rc = rs_man_encode(&o, &buf, &len, err, sizeof err);
     if (rc) {
         rs_error(ctx, rc, "%s %s: %s", j->op, j->dir, err);
         goto out;
@@ -370,7 +377,7 @@ out:
     free(buf);
     free(mpath);
     free(apps);
-    free(names);
+    free(files);
     free(ranks);
     return rc;
 }
