@@ -16,7 +16,6 @@ static const char *const rs_words[RS_W_COUNT][RS_LANG_COUNT] = {
     [RS_W_OPEN]           = {"rngsnap_open", "rngsnap.Context()"},
     [RS_W_RESUME]         = {"RNGSNAP_RESUME", "resume=True"},
     [RS_W_SET_RANK]       = {"rngsnap_set_rank", "ctx.set_rank()"},
-    [RS_W_SET_COORDS]     = {"rngsnap_set_coords", "ctx.set_coords()"},
     [RS_W_SEED_ALL]       = {"rngsnap_seed_all", "ctx.seed_all()"},
     [RS_W_STREAM_FIND]    = {"rngsnap_stream_find", "ctx.stream()"},
     [RS_W_STREAM_AT]      = {"rngsnap_stream_at", "ctx.streams()"},
@@ -55,6 +54,10 @@ static const char *const rs_words[RS_W_COUNT][RS_LANG_COUNT] = {
     [RS_W_CALLBACK]       = {"callback", "callable"},
     [RS_W_BRANCH]         = {"rngsnap_branch", "ctx.branch()"},
     [RS_W_CLOSE]          = {"rngsnap_close", "ctx.close()"},
+    /* "(...)": ctx.set_coords() with no arguments clears them */
+    [RS_W_SET_COORDS]     = {"rngsnap_set_coords", "ctx.set_coords(...)"},
+    [RS_W_SAVE_PER_RANK_FILES] = {"RNGSNAP_SAVE_PER_RANK_FILES",
+                                  "per_rank_files=True"},
 };
 
 /* App states that a host language's own layer registers as a family,
