@@ -343,6 +343,14 @@ static void test_decode_header_refusals(void **state)
                                    ".rngsnap\", expected rank-00000." ID5
                                    ".rngsnap");
     free(g);
+    /* per-rank files: a first_rank out of range is named as such */
+    sample_per_rank(&s);
+    g = encode(&s.o, &len);
+    size_t r2 = HDR + 2 * FREC + 2 + 51;
+    patch32_refused(g, len, r2, 7, "file 2: first_rank 7 outside 0..4");
+    patch32_refused(g, len, r2, 3, "file record 2: name \"rank-00002." ID5
+                                   ".rngsnap\", expected rank-00003." ID5);
+    free(g);
 }
 
 static void test_decode_file_refusals(void **state)
