@@ -415,11 +415,13 @@ static int decode_v2_tables(cursor *c, struct rngsnap_manifest *m,
         f->checksum = get64(c->p + 16);
         c->p += RS_MAN_V2_FILE_FIXED;
         char expect[RS_MAN_RANK_NAME_MAX];
-        /* A first_rank out of range is the layout's to name. */
-        int32_t first = f->first_rank >= 0 && f->first_rank < world
-                            ? f->first_rank
-                            : 0;
-        file_name(per_rank, i, first, m->id, expect);
+        /* A per-rank file is named by its first_rank: one out of range
+         * is named as such, not as a wrong name. */
+        if (per_rank && (f->first_rank < 0 || f->first_rank >= world))
+            return rs_say(c->err, c->errlen, RNGSNAP_E_CORRUPT,
+                          "%s: file %zu: first_rank %d outside 0..%d",
+                          c->what, i, (int)f->first_rank, (int)world - 1);
+        file_name(per_rank, i, f->first_rank, m->id, expect);
         if (!named(name, nl, expect))
             return rs_say(c->err, c->errlen, RNGSNAP_E_CORRUPT,
                           "%s: file record %zu: name \"%.*s\", expected %s",
