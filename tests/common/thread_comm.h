@@ -27,4 +27,8 @@ void thread_comm_fail(int call, int rc);
  * (the last may be smaller); 0 (the default): every rank on one node. */
 void thread_comm_nodes(int per_node);
 
+/* Bytes rank received in the last run (point-to-point and broadcasts):
+ * what a multi-rank call moves to each rank. */
+size_t thread_comm_received(int rank);
+
 #endif

@@ -157,7 +157,7 @@ static void test_round_trip_nodes(void **state)
     assert_int_equal(rs_man_decode(b, len, "M", "/d", &m, err, sizeof err),
                      RNGSNAP_OK);
     const char *names[] = {"node-00000." ID5 ".rngsnap",
-                           "node-00001." ID5 ".rngsnap"};
+                           "node-00003." ID5 ".rngsnap"};
     check_same(&s, m, names);
     assert_string_equal(rngsnap_manifest_info_get(m)->forked_from,
                         "aa0000000000000000000000000000bb");
@@ -364,7 +364,7 @@ static void test_decode_file_refusals(void **state)
     /* names: exact, from the layout and the id */
     patch_refused(g, len, f1 + 2, "node-00000", 10,
                   "file record 1: name \"node-00000." ID5 ".rngsnap\", "
-                  "expected node-00001." ID5 ".rngsnap");
+                  "expected node-00003." ID5 ".rngsnap");
     patch_refused(g, len, f0 + 2, "rank", 4,
                   "file record 0: name \"rank-00000." ID5 ".rngsnap\"");
     patch_refused(g, len, f0 + 2, "../..", 5,
@@ -377,9 +377,11 @@ static void test_decode_file_refusals(void **state)
     l[0] = 0;
     patch_refused(g, len, f0, l, 2, "file record 0 is truncated");
     /* first_rank, rank_count, size */
-    patch32_refused(g, len, f1 + 53, 2, "file 1: first_rank 2, expected 3");
+    /* (a node file's name carries its first rank: that differs first) */
+    patch32_refused(g, len, f1 + 53, 2, "file record 1: name \"node-00003."
+                    ID5 ".rngsnap\", expected node-00002." ID5 ".rngsnap");
     patch32_refused(g, len, f1 + 53, 0xffffffffu,
-                    "file 1: first_rank -1, expected 3");
+                    "file 1: first_rank -1 outside 0..4");
     patch32_refused(g, len, f0 + 57, 0, "file 0: rank_count 0, expected "
                                         "1..5");
     patch32_refused(g, len, f1 + 57, 3, "file 1: rank_count 3, expected "
@@ -587,7 +589,7 @@ static void test_v1_folder(void **state)
 static const uint8_t idn[16] = {0x77, [7] = 0x42, [15] = 0x99};
 #define IDN "77000000000000420000000000000099"
 
-/* scratch/nodes: node-00000 = ranks 0,1; node-00001 = ranks 2,3. */
+/* scratch/nodes: node-00000 = ranks 0,1; node-00002 = ranks 2,3. */
 static void write_node_folder(char *dir, size_t dlen, uint8_t *img[4],
                               size_t ilen[4])
 {
@@ -603,7 +605,7 @@ static void write_node_folder(char *dir, size_t dlen, uint8_t *img[4],
         memcpy(both, img[2 * node], a);
         memcpy(both + a, img[2 * node + 1], b);
         char name[RS_MAN_RANK_NAME_MAX], path[1200];
-        rs_man_node_file(node, idn, name);
+        rs_man_node_file(2 * node, idn, name);
         snprintf(path, sizeof path, "%s/%s", dir, name);
         assert_int_equal(rs_store_write(NULL, path, both, a + b,
                                         RNGSNAP_SAVE_NO_SYNC, err,
@@ -666,7 +668,7 @@ static void test_node_folder_open_rank(void **state)
     }
     char dir[700], n1[1200], err[1024];
     write_node_folder(dir, sizeof dir, img, ilen);
-    snprintf(n1, sizeof n1, "%s/node-00001." IDN ".rngsnap", dir);
+    snprintf(n1, sizeof n1, "%s/node-00002." IDN ".rngsnap", dir);
     rngsnap_manifest *m;
     assert_int_equal(rngsnap_manifest_open(dir, &m, err, sizeof err),
                      RNGSNAP_OK);

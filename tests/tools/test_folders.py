@@ -183,7 +183,7 @@ def node_folder(src, dst, per_node):
     for node, first in enumerate(range(0, m["world"], per_node)):
         mine = imgs[first:first + per_node]
         data = b"".join(mine)
-        nm = f"node-{node:05d}.{hexid}.rngsnap"
+        nm = f"node-{first:05d}.{hexid}.rngsnap"
         open(os.path.join(dst, nm), "wb").write(data)
         files.append([nm, first, len(mine), len(data), xxh3(data)])
         off = 0
@@ -459,7 +459,7 @@ def verify_nodes(tmp, good):
           "another file", out)
     os.unlink(os.path.join(nd, stray))
 
-    # A flipped byte inside rank 3's image, in node-00001.
+    # A flipped byte inside rank 3's image, in node-00002.
     d = os.path.join(tmp, "nflip")
     shutil.copytree(nd, d)
     off3 = nm["ranks"][3][1]
