@@ -170,6 +170,35 @@ static void resume(int n, int per_node)
     job_free(&j);
 }
 
+/* MPI may place ranks round-robin (--map-by node): node files then hold
+ * ranks 0,2,4,6 and 1,3,5,7. */
+static void test_resume_round_robin(void **state)
+{
+    (void)state;
+    char dir[600];
+    snprintf(dir, sizeof dir, "%s/round-robin", scratch);
+    job j = {.ini = cpu_ini, .dir = dir, .seed = 808};
+    thread_comm_nodes(-2);
+    assert_int_equal(thread_comm_run(8, body_save, &j), 0);
+    thread_comm_nodes(0);
+    assert_int_equal(thread_comm_run(8, body_load, &j), 0);
+    rngsnap_manifest *m;
+    char err[1024];
+    assert_int_equal(rngsnap_manifest_open(dir, &m, err, sizeof err), 0);
+    assert_int_equal(rngsnap_manifest_info_get(m)->file_count, 2);
+    assert_int_equal(rngsnap_manifest_file_at(m, 1)->first_rank, 1);
+    uint64_t at[2] = {0, 0};
+    for (int r = 0; r < 8; r++) {
+        const rngsnap_manifest_rank *mr = rngsnap_manifest_rank_at(m, r);
+        assert_int_equal(mr->file_index, (size_t)(r % 2));
+        assert_int_equal(mr->offset, at[r % 2]);
+        at[r % 2] += mr->size;
+    }
+    rngsnap_manifest_close(m);
+    assert_int_equal(rk_count(dir), 3);
+    job_free(&j);
+}
+
 static void test_resume_layouts(void **state)
 {
     (void)state;
@@ -546,6 +575,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_resume_layouts),
+        cmocka_unit_test(test_resume_round_robin),
         cmocka_unit_test(test_emulated_64),
         cmocka_unit_test(test_bad_ranks_per_node),
         cmocka_unit_test(test_bytes_per_rank),
