@@ -46,6 +46,7 @@
 # usage: tests/gpu/device_check.sh
 #   PYTHON=interpreter (default: python3 on PATH)  BUILD_DIR (build-device)
 #   DEPS_DEBS (.gpudeps)  DEPS_PREFIX (/tmp/deps)  CHECK_BUDGET_S (420)
+#   CHECK_COMMIT (the commit to name, for a copy of the tree without .git)
 # tests/gpu/run.sh is the same checks for a machine that has the packages.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -422,7 +423,7 @@ part_bench() {
 }
 
 main() {
-    echo "rngsnap device check: $(date -u '+%Y-%m-%d %H:%M:%S UTC'), commit $(git rev-parse --short HEAD 2>/dev/null || echo '?'), budget ${BUDGET}s, log $OUT/log"
+    echo "rngsnap device check: $(date -u '+%Y-%m-%d %H:%M:%S UTC'), commit ${CHECK_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo '?')}, budget ${BUDGET}s, log $OUT/log"
     # meson and ninja may be pip installs beside the interpreter
     if [ -n "$PY" ]; then export PATH="$PATH:$(dirname "$PY")"; fi
     if ! command -v meson >/dev/null && [ -n "$PY" ] &&
