@@ -4,7 +4,8 @@
 # dependencies are not installed and nothing can be downloaded.
 #
 # The Debian packages of scripts/ci-deps.sh that the build needs (inih,
-# libltdl, xxhash, cmocka, and pkgconf to read their .pc files) travel as
+# libltdl, xxhash, cmocka, the Level Zero loader for the xpu plugin, and
+# pkgconf to read their .pc files) travel as
 # .deb files in $DEPS_DEBS (default .gpudeps/deb, untracked) and are
 # unpacked with dpkg -x into a private prefix ($DEPS_PREFIX, default
 # /tmp/deps: never /); PKG_CONFIG_PATH, CPATH, LIBRARY_PATH and
@@ -15,7 +16,7 @@
 #   echo /.gpudeps/ >> "$(git rev-parse --git-path info/exclude)"
 #   mkdir -p .gpudeps/deb && (cd .gpudeps/deb && apt-get download \
 #     libinih-dev libinih1 libinireader0 libltdl-dev libltdl7 \
-#     libxxhash-dev libxxhash0 libcmocka-dev libcmocka0 \
+#     libxxhash-dev libxxhash0 libcmocka-dev libcmocka0 libze-dev libze1 \
 #     pkgconf pkgconf-bin libpkgconf3)
 #   mkdir -p .gpudeps/py312 && cp -r PYTHON312/include/python3.12 .gpudeps/py312/
 # (PYTHON312: any CPython 3.12 install with headers, e.g. a pyenv one.)
@@ -243,7 +244,11 @@ for s in site.getsitepackages():
     if [ ! -f "$D/usr/include/ltdl.h" ] || [ ! -e "$D/usr/$ARCH_LIB/libltdl.so" ]; then
         STATE=FAIL REASON="ltdl.h or libltdl.so missing after unpacking"; return
     fi
-    STATE=PASS REASON="$n packages in $D; inih, libxxhash, cmocka: $(echo $mods)"
+    # the xpu plugin and a matrix test include it; nothing on the GPU path
+    local ze="level_zero/ze_api.h carried"
+    [ -f "$D/usr/include/level_zero/ze_api.h" ] ||
+        ze="no level_zero/ze_api.h (libze-dev): the xpu plugin will not build"
+    STATE=PASS REASON="$n packages in $D; inih, libxxhash, cmocka: $(echo $mods); $ze"
 }
 
 # ---- setup, build ----------------------------------------------------------
