@@ -98,9 +98,9 @@ def check(n, d, gens, what, absent=False):
     return g
 
 
-def collectives(out):
-    m = re.search(r"^collectives (\d+)", out, re.M)
-    return int(m.group(1)) if m else 0
+def call_counts(out):
+    """Each rank's communication calls in a save (mpi_kill.c counts)."""
+    return {int(r): int(k) for r, k in re.findall(r"^calls (\d+) (\d+)", out, re.M)}
 
 
 def resume(n):
@@ -136,9 +136,9 @@ def kill(n, variant):
     else:
         out = expect_ok(n, ["save", os.path.join(tmp, "count"), "gen=0"],
                         "counting save")
-    k_total, io = collectives(out), io_counts(out)
-    if k_total < 2 or len(io) != n:
-        failures.append(f"counting save reported {k_total} collectives, "
+    calls, io = call_counts(out), io_counts(out)
+    if len(calls) != n or min(calls.values()) < 2 or len(io) != n:
+        failures.append(f"counting save reported calls {calls}, "
                         f"file system calls {io}\n{out}")
         return
     points = []
@@ -146,7 +146,7 @@ def kill(n, variant):
     # node's leader) and rank n-1 (not a leader) are each killed at every
     # message, before and after.
     for r in sorted({0, max(n - 2, 0), n - 1}):
-        points += [(r, f"{r}:{k}:{w}") for k in range(1, k_total + 1)
+        points += [(r, f"{r}:{k}:{w}") for k in range(1, calls[r] + 1)
                    for w in ("before", "after")]
         points += [(r, f"{r}:io:{k}") for k in range(1, io[r] + 1)]
         points.append((r, f"app:{r}"))
@@ -199,8 +199,8 @@ def kill(n, variant):
         folder = os.path.join(tmp, "kill-final")
     expect_ok(n, ["save", folder, f"gen={g + 1}"] + flags, "save after the kills")
     check(n, folder, [g + 1], "resume after the kills")
-    print(f"{n} ranks, {variant}: {len(points)} kill points over {k_total} "
-          f"collectives and {io} file system calls ({io_killed} killed "
+    print(f"{n} ranks, {variant}: {len(points)} kill points over {calls} "
+          f"communication calls and {io} file system calls ({io_killed} killed "
           f"there): previous checkpoint loaded {outcomes['old']}x, "
           f"new one {outcomes['new']}x; {runs} jobs")
 
