@@ -31,6 +31,8 @@ typedef struct job {
     uint64_t seed;
     const char *coords[MAXR];      /* set before the save     */
     const char *load_coords[MAXR]; /* set before the load     */
+    int save_expect;               /* the save's code         */
+    const char *save_msg;          /* text its message holds  */
     int expect;                    /* the load's code         */
     const char *msg;               /* text its message holds  */
     uint32_t *words[MAXR];         /* draws right after save  */
@@ -59,7 +61,10 @@ static int body_save(int rank, const rngsnap_comm *c, void *arg)
         EXPECT_RC(rngsnap_set_coords(ctx, j->coords[rank]), 0, ctx);
     EXPECT_RC(rngsnap_seed_all(ctx, j->seed), 0, ctx);
     free(rk_draw(ctx, 5 + (size_t)rank)); /* every rank elsewhere */
-    EXPECT_RC(rngsnap_save_ranks(ctx, c, j->dir, j->flags), 0, ctx);
+    EXPECT_RC(rngsnap_save_ranks(ctx, c, j->dir, j->flags), j->save_expect,
+              ctx);
+    if (j->save_msg)
+        EXPECT_MSG(ctx, j->save_msg);
     free(j->words[rank]);
     j->words[rank] = rk_draw(ctx, NW);
     rngsnap_close(ctx);
@@ -230,20 +235,34 @@ static void test_emulated_64(void **state)
 static void test_bad_ranks_per_node(void **state)
 {
     (void)state;
-    rngsnap *ctx = rk_open(cpu_ini, 0, 1, 0);
-    assert_non_null(ctx);
-    assert_int_equal(rngsnap_seed_all(ctx, 1), 0);
-    /* a comm is needed for the layout: a one-rank one */
     char dir[600];
     snprintf(dir, sizeof dir, "%s/bad-env", scratch);
-    setenv("RNGSNAP_RANKS_PER_NODE", "eight", 1);
-    thread_comm_nodes(0);
-    rngsnap_close(ctx);
-    job j = {.ini = cpu_ini, .dir = dir, .seed = 9};
-    /* every rank refuses alike (the variable is the same on all) */
+    job j = {.ini = cpu_ini, .dir = dir, .seed = 9,
+             .save_expect = RNGSNAP_E_INVALID,
+             .save_msg = "save_ranks ",
+             };
+    /* refused on every rank alike (the variable is the same on all),
+     * before anything is sent or written */
+    const char *bad[] = {"eight", "0", "-2", "8x", "1048577"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char want[200];
+        snprintf(want, sizeof want, "RNGSNAP_RANKS_PER_NODE=%s is not a "
+                 "number of ranks from 1 to 1048576", bad[i]);
+        j.save_msg = want;
+        setenv("RNGSNAP_RANKS_PER_NODE", bad[i], 1);
+        int rc = thread_comm_run(2, body_save, &j);
+        unsetenv("RNGSNAP_RANKS_PER_NODE");
+        assert_int_equal(rc, 0);
+    }
+    /* and with RNGSNAP_NO_EMULATION, emulated nodes are refused */
+    setenv("RNGSNAP_RANKS_PER_NODE", "2", 1);
+    setenv("RNGSNAP_NO_EMULATION", "1", 1);
+    j.save_msg = "RNGSNAP_RANKS_PER_NODE=2 emulates nodes, and "
+                 "RNGSNAP_NO_EMULATION is set: unset one of them";
     int rc = thread_comm_run(2, body_save, &j);
+    unsetenv("RNGSNAP_NO_EMULATION");
     unsetenv("RNGSNAP_RANKS_PER_NODE");
-    assert_int_not_equal(rc, 0);
+    assert_int_equal(rc, 0);
     assert_int_equal(rk_count(dir), 0);
     job_free(&j);
 }
