@@ -63,6 +63,7 @@ class TorchComm:
         self._node = None
         self._group_of = None  # global rank -> group rank (group_ranks_of)
         self._to_self = collections.deque()  # send(data, self.rank)
+        self._sent = []  # (isend's work, its tensor) until finish()
 
     def _tensor(self, data):
         t = self.torch.empty(len(data), dtype=self.torch.uint8)
@@ -115,13 +116,27 @@ class TorchComm:
         return t.numpy().tobytes()
 
     def send(self, data, dest):
-        """data to group rank dest (torch.distributed refuses a send to
-        oneself: such a message waits here for this rank's recv)."""
+        """data to group rank dest; returns before dest receives it (an
+        isend, kept until finish(): gloo's send would wait for dest's
+        recv, and two ranks sending to each other would wait for ever).
+        torch.distributed refuses a send to oneself: such a message waits
+        here for this rank's recv."""
         if dest == self.rank:
             self._to_self.append(bytes(data))
             return
-        self.dist.send(self._tensor(data), dst=self.global_rank(dest),
-                       group=self.group, tag=TAG)
+        t = self._tensor(data)
+        work = self.dist.isend(t, dst=self.global_rank(dest),
+                               group=self.group, tag=TAG)
+        self._sent = [s for s in self._sent if not s[0].is_completed()]
+        self._sent.append((work, t))
+
+    def finish(self):
+        """After a call that succeeded on every rank: wait for this
+        rank's sends (each has a receiver that took part in the call),
+        so that an error in one is raised."""
+        for work, _ in self._sent:
+            work.wait()
+        self._sent = []
 
     def recv(self, nbytes, src):
         """(nbytes bytes, sender) from group rank src, or from any rank

@@ -109,6 +109,7 @@ class Context(_rngsnap.Context):
         link = TorchComm(group, "ctx.save_ranks()")
         self._save_ranks(dir, link, link.rank, link.size, replace,
                          per_rank_files)
+        link.finish()
 
     def load_ranks(self, dir, group=None, fork=False):
         """Collective: restore every rank from folder dir, all or nothing
@@ -119,6 +120,7 @@ class Context(_rngsnap.Context):
         link = TorchComm(group, "ctx.load_ranks()")
         with _first_run(self, dir):
             self._load_ranks(dir, link, link.rank, link.size, fork)
+        link.finish()
 
     def set_coords(self, **coords):
         """This rank's parallel coordinates, e.g. set_coords(dp=3, tp=1,
