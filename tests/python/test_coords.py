@@ -1,11 +1,12 @@
-"""ctx.set_coords(**coords) and ctx.coords (issue 32, item 3; docs/python.md,
-"Parallel coordinates"): the canonical form read back as a read-only
-dict, clearing, and every refusal in Python's words: what only Python can
-get wrong (a value that is not an int, a bool, a negative value) checked
-by the package, the rest by the core with its message under the Python
-name; nothing changes after a refusal.  From one of the context's own
-callables and in a fork() child the call is refused too.  The
-multi-rank checks of the coordinates are in test_nodes_ranks.py."""
+"""ctx.set_coords(**coords) and ctx.coords (issue 32, item 3;
+docs/python.md, "Parallel coordinates: ctx.set_coords"): the canonical
+form read back as a read-only dict, clearing, and every refusal in
+Python's words: what only Python can get wrong (a value that is not an
+int, a bool, a negative value) checked by the package, the rest by the
+core with its message under the Python name; nothing changes after a
+refusal.  From one of the context's own callables and in a fork() child
+the call is refused too.  The multi-rank checks of the coordinates are
+in test_nodes_ranks.py."""
 import os
 import pickle
 import traceback

@@ -105,7 +105,7 @@ class Context(_rngsnap.Context):
         The context's rank and world size must be the group's
         (RANK/WORLD_SIZE as torchrun sets them, or set_rank).  A node is
         LOCAL_RANK/LOCAL_WORLD_SIZE's, else a host's (docs/python.md,
-        "Multi-rank folders: nodes")."""
+        "Multi-rank folders: nodes and coordinates")."""
         link = TorchComm(group, "ctx.save_ranks()")
         self._save_ranks(dir, link, link.rank, link.size, replace,
                          per_rank_files)

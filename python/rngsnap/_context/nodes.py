@@ -2,7 +2,7 @@
 rank's node, for ctx.save_ranks/load_ranks (rngsnap_comm's node_ranks:
 the node's leader, its lowest rank, writes one file for them all).
 
-Two sources, in this order (docs/python.md, "Nodes"):
+Two sources, in this order (docs/python.md, "Which ranks make a node"):
 
 - LOCAL_RANK and LOCAL_WORLD_SIZE, as torchrun sets them: the node of
   global rank R is ranks R - LOCAL_RANK .. R - LOCAL_RANK +
