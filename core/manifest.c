@@ -78,21 +78,23 @@ void rs_man_rank_file(int rank, const uint8_t id[RS_MAN_ID_SIZE], char *out)
     snprintf(out, RS_MAN_RANK_NAME_MAX, "rank-%05d.%s.rngsnap", rank, hex);
 }
 
-void rs_man_node_file(int node, const uint8_t id[RS_MAN_ID_SIZE], char *out)
+void rs_man_node_file(int first_rank, const uint8_t id[RS_MAN_ID_SIZE],
+                      char *out)
 {
     char hex[2 * RS_MAN_ID_SIZE + 1];
     rs_man_hex(id, hex);
-    snprintf(out, RS_MAN_RANK_NAME_MAX, "node-%05d.%s.rngsnap", node, hex);
+    snprintf(out, RS_MAN_RANK_NAME_MAX, "node-%05d.%s.rngsnap", first_rank, hex);
 }
 
 /* The only name file i (holding ranks from first) may have. */
 static void file_name(int per_rank, size_t i, int32_t first,
                       const uint8_t id[RS_MAN_ID_SIZE], char *out)
 {
+    (void)i;
     if (per_rank)
         rs_man_rank_file((int)first, id, out);
     else
-        rs_man_node_file((int)i, id, out);
+        rs_man_node_file((int)first, id, out);
 }
 
 /* ---- the layout ---------------------------------------------------------- */
@@ -415,11 +417,13 @@ static int decode_v2_tables(cursor *c, struct rngsnap_manifest *m,
         f->checksum = get64(c->p + 16);
         c->p += RS_MAN_V2_FILE_FIXED;
         char expect[RS_MAN_RANK_NAME_MAX];
-        /* A first_rank out of range is the layout's to name. */
-        int32_t first = f->first_rank >= 0 && f->first_rank < world
-                            ? f->first_rank
-                            : 0;
-        file_name(per_rank, i, first, m->id, expect);
+        /* Every file is named by its first_rank: one out of range is
+         * named as such, not as a wrong name. */
+        if (f->first_rank < 0 || f->first_rank >= world)
+            return rs_say(c->err, c->errlen, RNGSNAP_E_CORRUPT,
+                          "%s: file %zu: first_rank %d outside 0..%d",
+                          c->what, i, (int)f->first_rank, (int)world - 1);
+        file_name(per_rank, i, f->first_rank, m->id, expect);
         if (!named(name, nl, expect))
             return rs_say(c->err, c->errlen, RNGSNAP_E_CORRUPT,
                           "%s: file record %zu: name \"%.*s\", expected %s",
