@@ -6,9 +6,9 @@ TorchComm carries ctx.save_ranks/load_ranks (the C side's rngsnap_comm:
 broadcast, point-to-point send/recv, this rank's node from nodes.py),
 state_dict(gather=True) and DistributedResumableSampler's epoch order;
 ranks_flagged() lets every rank of a collective call refuse together.
-No call here moves O(ranks) bytes to every rank, except allgather
-(state_dict(gather=True) asks for exactly that; the core stops calling it
-once its node protocol lands) and nodes.py's one host-name gather.
+No call of a save_ranks/load_ranks moves O(ranks) bytes to every rank
+but nodes.py's one host-name gather per process and group; allgather is
+state_dict(gather=True)'s, which asks for exactly that.
 """
 
 import collections
