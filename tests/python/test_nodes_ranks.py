@@ -29,6 +29,7 @@ CHILD = r"""
 import json, os, sys
 import torch.distributed as dist
 import rngsnap
+from rngsnap._context import nodes
 rank, size, rdv, base, mode = (int(sys.argv[1]), int(sys.argv[2]),
                                *sys.argv[3:6])
 swap = json.loads(sys.argv[6])
@@ -56,7 +57,8 @@ def context(resume):
                        load=lambda b: app.__setitem__("step", b))
     return ctx, ctx.stream("cpu", 0, "dropout")
 
-def in_env(env, fn):
+def in_env(env, fn):  # every rank, every layout: find the nodes again
+    nodes.forget()
     os.environ.update(env)
     try:
         return fn()

@@ -5,8 +5,8 @@ the sender's rank in the group's numbering, a message to oneself, the
 order of two messages between the same ranks), a group other than the
 default one, this rank's node from LOCAL_RANK/LOCAL_WORLD_SIZE or from
 the host name (gathered once per process and group), the refusals of
-variables that do not describe a node (on every rank, naming the rank),
-and ranks_flagged's (count, lowest)."""
+variables that do not describe a node or are set on some ranks only (on
+every rank, naming the rank), and ranks_flagged's (count, lowest)."""
 
 import pytest
 
@@ -19,7 +19,7 @@ if not torch.distributed.is_available():
 CHILD = r"""
 import json, os, sys
 import torch.distributed as dist
-from rngsnap._context import comm
+from rngsnap._context import comm, nodes
 rank, size, rdv = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
 for v in ("LOCAL_RANK", "LOCAL_WORLD_SIZE", "RANK", "WORLD_SIZE"):
     os.environ.pop(v, None)
@@ -58,19 +58,22 @@ if rank != 0:
         out["sub_any"] = sorted([d.hex(), s] for d, s in
                                 (g.recv(3, None) for _ in range(2)))
     out["sub_host"] = list(g.node_ranks)
+    nodes.forget()
     os.environ.update(LOCAL_RANK=str(rank % 2), LOCAL_WORLD_SIZE="2")
     out["sub_env"] = list(comm.TorchComm(sub).node_ranks)
     for v in ("LOCAL_RANK", "LOCAL_WORLD_SIZE"):
         os.environ.pop(v)
 
 # ---- nodes of the default group: the host name, gathered once
+nodes.forget()
 out["host"] = list(comm.TorchComm().node_ranks)
 gather = dist.all_gather_object
 dist.all_gather_object = None  # a second gather would fail here
 out["host_again"] = caught(lambda: list(comm.TorchComm().node_ranks))
 dist.all_gather_object = gather
 
-def with_env(**env):
+def with_env(**env):  # every rank calls it: forget() on every rank
+    nodes.forget()
     os.environ.update({k: str(v) for k, v in env.items()})
     try:
         return caught(lambda: list(comm.TorchComm(
@@ -89,6 +92,8 @@ out["two_bad"] = with_env(LOCAL_RANK="x" if rank in (1, 3) else rank % 2,
 out["half_set"] = with_env(**({"LOCAL_RANK": 0} if rank == 0 else
                               {"LOCAL_RANK": rank % 2,
                                "LOCAL_WORLD_SIZE": 2}))
+out["some_ranks"] = with_env(**({"LOCAL_RANK": rank % 2,
+                                 "LOCAL_WORLD_SIZE": 2} if rank < 2 else {}))
 out["not_rank"] = with_env(LOCAL_RANK=rank % 2, LOCAL_WORLD_SIZE=2,
                            RANK=(rank + 1) % size)
 out["outside"] = with_env(LOCAL_RANK=0, LOCAL_WORLD_SIZE=3 if rank == 3
@@ -162,6 +167,12 @@ def test_torch_comm(tmp_path):
             "not" + FIX,
             LOAD + "rank 0 found LOCAL_RANK/LOCAL_WORLD_SIZE that do not "
             "describe its node (its own error says how)")
+    for r, o in enumerate(out):
+        assert o["some_ranks"] == [
+            "ConfigError", LOAD + "LOCAL_RANK and LOCAL_WORLD_SIZE are set "
+            "on 2 of the group's 4 ranks (rank %d: %s): set them on every "
+            "rank, as torchrun does, or on none (ranks are then grouped by "
+            "host name)" % (r, "set" if r < 2 else "not set")]
     for r, o in enumerate(out):
         assert o["not_rank"] == [
             "ConfigError", LOAD + "on rank %d RANK=%d, another rank "

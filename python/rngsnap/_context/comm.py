@@ -160,22 +160,24 @@ class TorchComm:
 
     # ---- agreement: small reductions ----
 
-    def agree(self, flag, total=0):
+    def agree(self, flag, *totals):
         """One reduction over the group: (Flagged: the ranks whose flag
-        is set, the sum of total over the ranks).  Two all_reduces of
-        two and one int64: no O(ranks) bytes anywhere."""
-        return _reduce(self.torch, self.dist, self.group, flag, total)
+        is set, [the sum over the ranks of each of totals]).  Two
+        all_reduces of a few int64: no O(ranks) bytes anywhere."""
+        return _reduce(self.torch, self.dist, self.group, flag, totals)
 
 
-def _reduce(torch, dist, group, flag, total):
-    sums = torch.tensor([int(bool(flag)), int(total)], dtype=torch.int64)
+def _reduce(torch, dist, group, flag, totals):
+    sums = torch.tensor([int(bool(flag))] + [int(t) for t in totals],
+                        dtype=torch.int64)
     size = dist.get_world_size(group)
     low = torch.tensor([dist.get_rank(group) if flag else size],
                        dtype=torch.int64)
     dist.all_reduce(sums, op=dist.ReduceOp.SUM, group=group)
     dist.all_reduce(low, op=dist.ReduceOp.MIN, group=group)
     count, lowest = int(sums[0]), int(low[0])
-    return Flagged(count, lowest if count else None), int(sums[1])
+    return (Flagged(count, lowest if count else None),
+            [int(s) for s in sums[1:]])
 
 
 def ranks_flagged(flag, group):
@@ -189,4 +191,4 @@ def ranks_flagged(flag, group):
     import torch.distributed as dist
     if not (dist.is_available() and dist.is_initialized()):
         return Flagged(1, 0) if flag else Flagged(0, None)
-    return _reduce(torch, dist, group, flag, 0)[0]
+    return _reduce(torch, dist, group, flag, ())[0]
