@@ -18,9 +18,6 @@ class OneRank:
     def __init__(self):
         self.sent = collections.deque()
 
-    def allgather(self, data):
-        return data
-
     def broadcast(self, data, root):
         return data
 
@@ -41,12 +38,12 @@ class LinkDown(OneRank):
     def _down(self, *args):
         raise ConnectionError("link down")
 
-    allgather = broadcast = send = recv = _down
+    broadcast = send = recv = _down
 
 
 class Threads:
     """In-process communicator for `size` threads (each calls with its
-    own rank view): every collective is two barrier rounds; a send puts
+    own rank view): a broadcast is two barrier rounds; a send puts
     (sender, data) in the receiver's queue.  A thread that fails calls
     abort(): the others' waits then raise instead of waiting for ever."""
 
@@ -71,13 +68,6 @@ class Threads:
 
             def __init__(self):
                 self.early = []  # received from another src than asked
-
-            def allgather(self, data):
-                outer.slots[r] = data
-                outer.barrier.wait()
-                got = b"".join(outer.slots)
-                outer.barrier.wait()
-                return got
 
             def broadcast(self, data, root):
                 if r == root:

@@ -682,9 +682,12 @@ ROWS = {
     "closed_context": "using a closed context",
     "fingerprint_difference": "another torch, NumPy, cuDNN flag",
 }
-# Rows whose mistake another test makes (it needs a second device).
+# Rows whose mistake another test makes (it needs a second device, or
+# ranks of torch.distributed).
 ELSEWHERE = {"a device generator on one side only":
-             "test_torch_track.py::test_device_generators_must_match"}
+             "test_torch_track.py::test_device_generators_must_match",
+             "ranks mapped to other parallel groups":
+             "test_nodes_ranks.py::test_nodes_save_load_and_coordinates"}
 
 
 def _docs_rows():

@@ -298,6 +298,7 @@ def _mapped_errors(tmp_path):
     c.save(ck)
     add("exists", lambda: c.save(ck))
     add("set_rank", lambda: c.set_rank(3, 2))
+    add("set_coords", lambda: c.set_coords(DP=1))
     add("stream device", lambda: c.stream("cpu", -1))
     c.register_state("a", save=bytes, load=print)
     add("register twice", lambda: c.register_state("a", save=bytes,
@@ -365,7 +366,7 @@ def _mapped_errors(tmp_path):
 
 def test_no_c_spelling_in_any_mapped_error(tmp_path):
     errors = _mapped_errors(tmp_path)
-    assert len(errors) == 20 + HAVE_TORCH
+    assert len(errors) == 21 + HAVE_TORCH
     for what, e in errors:
         text = str(e)
         for path in (str(tmp_path), os.path.realpath(str(tmp_path))):
@@ -375,7 +376,8 @@ def test_no_c_spelling_in_any_mapped_error(tmp_path):
     words = " ".join(str(e) for _, e in errors)
     python_words = ["replace=True", "resume=True", "ctx.load()",
                     "ctx.load_ranks()", "fork=True to ctx.load_ranks()",
-                    "ctx.set_rank()", "ctx.seed_all()", "ctx.stream()",
+                    "ctx.set_rank()", "ctx.set_coords(...)",
+                    "ctx.seed_all()", "ctx.stream()",
                     "ctx.register_state()", "s.generate()", "s.reserve()",
                     "s.derive()", "rngsnap.Context()",
                     "the callable raised ZeroDivisionError"]

@@ -32,7 +32,10 @@ elif mode == "refuse":
         ctx.load_ranks(ck)
     except rngsnap.Error as e:
         out["error"] = [e.name, str(e)]
-    print(json.dumps(out)); dist.destroy_process_group(); sys.exit(0)
+    # the barrier: a rank that leaves while another still reads the
+    # refusal's broadcast makes that rank's gloo abort the process
+    print(json.dumps(out)); dist.barrier(); dist.destroy_process_group()
+    sys.exit(0)
 else:
     ctx.load_ranks(ck, fork=(mode == "fork"))
 out["step"] = app["step"].decode()

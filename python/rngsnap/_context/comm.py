@@ -6,9 +6,9 @@ TorchComm carries ctx.save_ranks/load_ranks (the C side's rngsnap_comm:
 broadcast, point-to-point send/recv, this rank's node from nodes.py),
 state_dict(gather=True) and DistributedResumableSampler's epoch order;
 ranks_flagged() lets every rank of a collective call refuse together.
-No call here moves O(ranks) bytes to every rank, except allgather
-(state_dict(gather=True) asks for exactly that; the core stops calling it
-once its node protocol lands) and nodes.py's one host-name gather.
+No call of a save_ranks/load_ranks moves O(ranks) bytes to every rank
+but nodes.py's one host-name gather per process and group; allgather is
+state_dict(gather=True)'s, which asks for exactly that.
 """
 
 import collections
@@ -63,6 +63,7 @@ class TorchComm:
         self._node = None
         self._group_of = None  # global rank -> group rank (group_ranks_of)
         self._to_self = collections.deque()  # send(data, self.rank)
+        self._sent = []  # (isend's work, its tensor) until finish()
 
     def _tensor(self, data):
         t = self.torch.empty(len(data), dtype=self.torch.uint8)
@@ -115,13 +116,27 @@ class TorchComm:
         return t.numpy().tobytes()
 
     def send(self, data, dest):
-        """data to group rank dest (torch.distributed refuses a send to
-        oneself: such a message waits here for this rank's recv)."""
+        """data to group rank dest; returns before dest receives it (an
+        isend, kept until finish(): gloo's send would wait for dest's
+        recv, and two ranks sending to each other would wait for ever).
+        torch.distributed refuses a send to oneself: such a message waits
+        here for this rank's recv."""
         if dest == self.rank:
             self._to_self.append(bytes(data))
             return
-        self.dist.send(self._tensor(data), dst=self.global_rank(dest),
-                       group=self.group, tag=TAG)
+        t = self._tensor(data)
+        work = self.dist.isend(t, dst=self.global_rank(dest),
+                               group=self.group, tag=TAG)
+        self._sent = [s for s in self._sent if not s[0].is_completed()]
+        self._sent.append((work, t))
+
+    def finish(self):
+        """After a call that succeeded on every rank: wait for this
+        rank's sends (each has a receiver that took part in the call),
+        so that an error in one is raised."""
+        for work, _ in self._sent:
+            work.wait()
+        self._sent = []
 
     def recv(self, nbytes, src):
         """(nbytes bytes, sender) from group rank src, or from any rank
@@ -145,22 +160,24 @@ class TorchComm:
 
     # ---- agreement: small reductions ----
 
-    def agree(self, flag, total=0):
+    def agree(self, flag, *totals):
         """One reduction over the group: (Flagged: the ranks whose flag
-        is set, the sum of total over the ranks).  Two all_reduces of
-        two and one int64: no O(ranks) bytes anywhere."""
-        return _reduce(self.torch, self.dist, self.group, flag, total)
+        is set, [the sum over the ranks of each of totals]).  Two
+        all_reduces of a few int64: no O(ranks) bytes anywhere."""
+        return _reduce(self.torch, self.dist, self.group, flag, totals)
 
 
-def _reduce(torch, dist, group, flag, total):
-    sums = torch.tensor([int(bool(flag)), int(total)], dtype=torch.int64)
+def _reduce(torch, dist, group, flag, totals):
+    sums = torch.tensor([int(bool(flag))] + [int(t) for t in totals],
+                        dtype=torch.int64)
     size = dist.get_world_size(group)
     low = torch.tensor([dist.get_rank(group) if flag else size],
                        dtype=torch.int64)
     dist.all_reduce(sums, op=dist.ReduceOp.SUM, group=group)
     dist.all_reduce(low, op=dist.ReduceOp.MIN, group=group)
     count, lowest = int(sums[0]), int(low[0])
-    return Flagged(count, lowest if count else None), int(sums[1])
+    return (Flagged(count, lowest if count else None),
+            [int(s) for s in sums[1:]])
 
 
 def ranks_flagged(flag, group):
@@ -174,4 +191,4 @@ def ranks_flagged(flag, group):
     import torch.distributed as dist
     if not (dist.is_available() and dist.is_initialized()):
         return Flagged(1, 0) if flag else Flagged(0, None)
-    return _reduce(torch, dist, group, flag, 0)[0]
+    return _reduce(torch, dist, group, flag, ())[0]

@@ -105,10 +105,11 @@ class Context(_rngsnap.Context):
         The context's rank and world size must be the group's
         (RANK/WORLD_SIZE as torchrun sets them, or set_rank).  A node is
         LOCAL_RANK/LOCAL_WORLD_SIZE's, else a host's (docs/python.md,
-        "Multi-rank folders: nodes")."""
+        "Multi-rank folders: nodes and coordinates")."""
         link = TorchComm(group, "ctx.save_ranks()")
         self._save_ranks(dir, link, link.rank, link.size, replace,
                          per_rank_files)
+        link.finish()
 
     def load_ranks(self, dir, group=None, fork=False):
         """Collective: restore every rank from folder dir, all or nothing
@@ -119,6 +120,7 @@ class Context(_rngsnap.Context):
         link = TorchComm(group, "ctx.load_ranks()")
         with _first_run(self, dir):
             self._load_ranks(dir, link, link.rank, link.size, fork)
+        link.finish()
 
     def set_coords(self, **coords):
         """This rank's parallel coordinates, e.g. set_coords(dp=3, tp=1,

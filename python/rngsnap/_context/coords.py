@@ -1,5 +1,6 @@
 """Layer context: ctx.set_coords(**coords) and ctx.coords, a rank's
-parallel coordinates (docs/python.md, "Parallel coordinates").
+parallel coordinates (docs/python.md, "Parallel coordinates:
+ctx.set_coords").
 
 The core keeps them as text in canonical form ("dp=3,ep=2,pp=0,tp=1":
 sorted by name, rngsnap_set_coords) and checks the names and the upper

@@ -2,7 +2,7 @@
 rank's node, for ctx.save_ranks/load_ranks (rngsnap_comm's node_ranks:
 the node's leader, its lowest rank, writes one file for them all).
 
-Two sources, in this order (docs/python.md, "Nodes"):
+Two sources, in this order (docs/python.md, "Which ranks make a node"):
 
 - LOCAL_RANK and LOCAL_WORLD_SIZE, as torchrun sets them: the node of
   global rank R is ranks R - LOCAL_RANK .. R - LOCAL_RANK +
@@ -13,20 +13,25 @@ Two sources, in this order (docs/python.md, "Nodes"):
   every rank, once per process and group, at its first multi-rank call),
   for launchers that do not set LOCAL_*.
 
-Either way the first call for a group is collective and decides on every
-rank together (a rank with inconsistent variables would otherwise leave
-the others waiting in the save), and the answer is kept for the
-process's later calls.  RNGSNAP_RANKS_PER_NODE, a test aid, replaces the
+The first call for a group is collective and decides on every rank
+together, with one reduction of a few integers (a rank with inconsistent
+variables, or a rank going the other way, would otherwise leave the
+others waiting in the save), and the answer is kept for the process's
+later calls.  RNGSNAP_RANKS_PER_NODE, a test aid, replaces the
 layout in the core; this module does not read it.
 """
 
 import os
 import socket
+import weakref
 
 from .._core.errors import ConfigError, error
 
-# (process group, LOCAL_* and RANK/WORLD_SIZE as read) -> node_ranks.
-_known = {}
+# process group -> node_ranks.  Per group only, not per value of the
+# variables: a cached answer on some ranks and a collective on others
+# would hang.  Weak: a destroyed group's answer goes with it, and this
+# module never keeps a process group alive past destroy_process_group.
+_known = weakref.WeakKeyDictionary()
 
 _VARS = ("LOCAL_RANK", "LOCAL_WORLD_SIZE", "RANK", "WORLD_SIZE")
 
@@ -36,15 +41,27 @@ def node_ranks(link, call):
     call names the API in messages ("ctx.save_ranks()").  ConfigError on
     every rank when the LOCAL_* variables of any rank do not describe its
     node."""
-    dist = link.dist
+    group = link.group if link.group is not None else link.dist.group.WORLD
+    try:
+        return _known[group]
+    except (KeyError, TypeError):  # TypeError: no weak reference to it
+        pass
     env = tuple(os.environ.get(v) or None for v in _VARS)
-    key = (link.group if link.group is not None else dist.group.WORLD, env)
-    if key not in _known:
-        if env[0] is None and env[1] is None:
-            _known[key] = _by_host(link)
-        else:
-            _known[key] = _from_env(link, call, env)
-    return _known[key]
+    node = _from_env(link, call, env)
+    if node is None:
+        node = _by_host(link)
+    try:
+        _known[group] = node
+    except TypeError:  # a torch whose groups take no weak reference
+        pass
+    return node
+
+
+def forget():
+    """Forget every group's node (tests that change LOCAL_* in one
+    process): the next multi-rank call on each rank finds it again,
+    collectively, so every rank of the group must forget together."""
+    _known.clear()
 
 
 def _by_host(link):
@@ -56,15 +73,19 @@ def _by_host(link):
 
 
 def _from_env(link, call, env):
-    """The node from LOCAL_RANK/LOCAL_WORLD_SIZE, agreed on every rank of
-    the group with one reduction: one rank's problem is refused on all,
-    and the nodes must cover the group exactly once."""
-    problem, first, count = _env_problem(link.dist, env)
-    node = [] if problem else link.group_ranks_of(range(first,
-                                                        first + count))
+    """The node from LOCAL_RANK/LOCAL_WORLD_SIZE, or None where no rank of
+    the group sets them; agreed on every rank with one reduction (so every
+    rank takes the same way): one rank's problem is refused on all, the
+    variables are set on every rank or on none, and the nodes cover the
+    group exactly once."""
+    has = env[0] is not None or env[1] is not None
+    problem, first, count = (_env_problem(link.dist, env) if has
+                             else (None, 0, 0))
+    node = [] if problem or not has else link.group_ranks_of(
+        range(first, first + count))
     # Each node's leader (its lowest rank in the group) counts its ranks.
     leads = len(node) if node and node[0] == link.rank else 0
-    flagged, covered = link.agree(problem is not None, leads)
+    flagged, (having, covered) = link.agree(problem is not None, has, leads)
     if problem:
         raise error(ConfigError, "%s refused on every rank: %s. torchrun "
                     "sets LOCAL_RANK and LOCAL_WORLD_SIZE for every rank; "
@@ -77,6 +98,15 @@ def _from_env(link, call, env):
                     "LOCAL_RANK/LOCAL_WORLD_SIZE that do not describe %s "
                     "node (%s own error says how)"
                     % (call, flagged, their, their))
+    if having == 0:
+        return None
+    if having != link.size:
+        raise error(ConfigError, "%s refused on every rank: LOCAL_RANK and "
+                    "LOCAL_WORLD_SIZE are set on %d of the group's %d "
+                    "ranks (rank %d: %s): set them on every rank, as "
+                    "torchrun does, or on none (ranks are then grouped by "
+                    "host name)" % (call, having, link.size, link.rank,
+                                    "set" if has else "not set"))
     if covered != link.size:
         raise error(ConfigError, "%s refused on every rank: the nodes that "
                     "LOCAL_RANK and LOCAL_WORLD_SIZE describe hold %d ranks "
