@@ -1,7 +1,9 @@
 /*
- * manifest.c - the multi-rank folder's commit record: encode, decode
- * (bounded, every field checked, no code in data) and the public reader
- * rngsnap_manifest_*.  Format: docs/format.md, "Multi-rank folders".
+ * manifest.c - the multi-rank folder's commit record: encode (version
+ * 2), decode (versions 1 and 2; bounded, every field checked, the map
+ * from ranks to bytes checked whole, no code in data) and the public
+ * reader rngsnap_manifest_*.  Format: docs/format.md, "Multi-rank
+ * folders".
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,9 +11,20 @@
 
 #include <xxhash.h>
 
+#include "coords.h"
 #include "format.h"
 #include "manifest.h"
 #include "store.h"
+
+/* Version 2 (docs/format.md): the version-1 header, then file count,
+ * flags and emulated_ranks_per_node, u32 each. */
+#define RS_MAN_V2_HEADER_SIZE 72u
+#define RS_MAN_FLAG_PER_RANK 0x1u /* files are rank-NNNNN, one rank each */
+/* A file record after its name: first_rank, rank_count, size, XXH3-64. */
+#define RS_MAN_V2_FILE_FIXED 24u
+/* A rank record: file_index, offset, length, XXH3-64, coords length
+ * (then the coordinates). */
+#define RS_MAN_V2_RANK_FIXED 30u
 
 static void put16(uint8_t *p, uint16_t v)
 {
@@ -65,62 +78,195 @@ void rs_man_rank_file(int rank, const uint8_t id[RS_MAN_ID_SIZE], char *out)
     snprintf(out, RS_MAN_RANK_NAME_MAX, "rank-%05d.%s.rngsnap", rank, hex);
 }
 
+void rs_man_node_file(int node, const uint8_t id[RS_MAN_ID_SIZE], char *out)
+{
+    char hex[2 * RS_MAN_ID_SIZE + 1];
+    rs_man_hex(id, hex);
+    snprintf(out, RS_MAN_RANK_NAME_MAX, "node-%05d.%s.rngsnap", node, hex);
+}
+
+/* The only name file i (holding ranks from first) may have. */
+static void file_name(int per_rank, size_t i, int32_t first,
+                      const uint8_t id[RS_MAN_ID_SIZE], char *out)
+{
+    if (per_rank)
+        rs_man_rank_file((int)first, id, out);
+    else
+        rs_man_node_file((int)i, id, out);
+}
+
+/* ---- the layout ---------------------------------------------------------- */
+
+/* Is the map from ranks to bytes whole?  Files in rank order, each
+ * holding ranks first_rank.. consecutively (one each with per_rank),
+ * every rank in exactly one file; in a file the images end to end from
+ * offset 0, each within the bounds of one checkpoint image, their sum
+ * the file's size.  0, or -1 with the field at fault in why. */
+static int check_layout(int32_t world, const rngsnap_manifest_file *files,
+                        size_t nfiles, const rngsnap_manifest_rank *ranks,
+                        int per_rank, char *why, size_t whylen)
+{
+    int32_t next = 0; /* the rank the next file must start with */
+    for (size_t i = 0; i < nfiles; i++) {
+        const rngsnap_manifest_file *f = &files[i];
+        if (f->first_rank != next)
+            return rs_say(why, whylen, -1,
+                          "file %zu: first_rank %d, expected %d (files "
+                          "hold ranks 0..%d in order, each rank once)",
+                          i, (int)f->first_rank, (int)next, (int)world - 1);
+        if (f->rank_count < 1 || f->rank_count > (uint32_t)(world - next)
+            || (per_rank && f->rank_count != 1))
+            return rs_say(why, whylen, -1,
+                          "file %zu: rank_count %u, expected %s%d", i,
+                          f->rank_count, per_rank ? "" : "1..",
+                          per_rank ? 1 : (int)(world - next));
+        uint64_t at = 0; /* at most 2^20 images of 256 MiB: no overflow */
+        for (int32_t r = next; r < next + (int32_t)f->rank_count; r++) {
+            const rngsnap_manifest_rank *k = &ranks[r];
+            if (k->file_index != i)
+                return rs_say(why, whylen, -1,
+                              "rank %d: file_index %zu, expected %zu (the "
+                              "file whose ranks include it)",
+                              (int)r, k->file_index, i);
+            if (k->offset != at)
+                return rs_say(why, whylen, -1,
+                              "rank %d: offset %llu, expected %llu (images "
+                              "lie end to end from offset 0: a gap or an "
+                              "overlap)",
+                              (int)r, (unsigned long long)k->offset,
+                              (unsigned long long)at);
+            if (k->size < RS_FMT_HEADER_SIZE + RS_FMT_TRAILER_SIZE
+                || k->size > RS_FMT_FILE_MAX)
+                return rs_say(why, whylen, -1,
+                              "rank %d: length %llu outside %u..%zu",
+                              (int)r, (unsigned long long)k->size,
+                              RS_FMT_HEADER_SIZE + RS_FMT_TRAILER_SIZE,
+                              (size_t)RS_FMT_FILE_MAX);
+            at += k->size;
+        }
+        if (f->size != at)
+            return rs_say(why, whylen, -1,
+                          "file %zu: size %llu, its ranks' images sum to "
+                          "%llu",
+                          i, (unsigned long long)f->size,
+                          (unsigned long long)at);
+        next += (int32_t)f->rank_count;
+    }
+    if (next != world)
+        return rs_say(why, whylen, -1,
+                      "the %zu files hold ranks 0..%d of %d", nfiles,
+                      (int)next - 1, (int)world);
+    return 0;
+}
+
+/* Is s (n bytes) empty or canonical coordinates?  0, or -1 with why. */
+static int check_coords(const char *s, char *why, size_t whylen)
+{
+    char canon[RS_COORDS_MAX], e[512];
+    if (rs_coords_canon(s, canon, e, sizeof e) != RNGSNAP_OK)
+        return rs_say(why, whylen, -1, "%s", e);
+    if (strcmp(canon, s) != 0)
+        return rs_say(why, whylen, -1,
+                      "coordinates \"%s\" are not in canonical form (%s)",
+                      s, canon);
+    return 0;
+}
+
 /* ---- encode -------------------------------------------------------------- */
 
-int rs_man_encode(int32_t world_size, int64_t created_unix,
-                  const uint8_t id[RS_MAN_ID_SIZE],
-                  const uint8_t forked_from[RS_MAN_ID_SIZE],
-                  const rngsnap_manifest_rank *ranks,
-                  const rngsnap_manifest_app *apps, size_t app_count,
-                  uint8_t **buf, size_t *len, char *err, size_t errlen)
+/* Version 2: header, file records, rank records, app records, XXH3-64
+ * (docs/format.md, "Manifest, version 2"). */
+int rs_man_encode(const rs_man_out *o, uint8_t **buf, size_t *len,
+                  char *err, size_t errlen)
 {
+    char why[768];
     *buf = NULL;
     *len = 0;
-    if (world_size < 1 || world_size > RS_MAN_WORLD_MAX
-        || app_count > RS_MAN_APPS_MAX)
+    if (o->world_size < 1 || o->world_size > RS_MAN_WORLD_MAX
+        || o->app_count > RS_MAN_APPS_MAX || o->file_count < 1
+        || o->file_count > (size_t)o->world_size
+        || o->emulated_ranks_per_node > RS_MAN_WORLD_MAX)
         return rs_say(err, errlen, RNGSNAP_E_INVALID,
-                   "manifest: %d ranks and %zu app states, at most %d and "
-                   "%u allowed",
-                   (int)world_size, app_count, RS_MAN_WORLD_MAX,
-                   RS_MAN_APPS_MAX);
-    size_t total = RS_MAN_HEADER_SIZE + 8;
-    for (int32_t r = 0; r < world_size; r++)
-        total += 2 + strlen(ranks[r].file) + 16;
-    for (size_t i = 0; i < app_count; i++) {
-        size_t nl = strlen(apps[i].name);
+                      "manifest: %d ranks, %zu files, %zu app states and "
+                      "%u emulated ranks per node; allowed 1..%d ranks, "
+                      "1..ranks files, at most %u app states and %d per "
+                      "node",
+                      (int)o->world_size, o->file_count, o->app_count,
+                      o->emulated_ranks_per_node, RS_MAN_WORLD_MAX,
+                      RS_MAN_APPS_MAX, RS_MAN_WORLD_MAX);
+    if (check_layout(o->world_size, o->files, o->file_count, o->ranks,
+                     o->per_rank_files, why, sizeof why))
+        return rs_say(err, errlen, RNGSNAP_E_INVALID, "manifest: %s", why);
+    size_t total = RS_MAN_V2_HEADER_SIZE + 8;
+    char name[RS_MAN_RANK_NAME_MAX];
+    for (size_t i = 0; i < o->file_count; i++) {
+        file_name(o->per_rank_files, i, o->files[i].first_rank, o->id, name);
+        total += 2 + strlen(name) + RS_MAN_V2_FILE_FIXED;
+    }
+    for (int32_t r = 0; r < o->world_size; r++) {
+        const char *c = o->ranks[r].coords ? o->ranks[r].coords : "";
+        if (strlen(c) >= RS_COORDS_MAX || check_coords(c, why, sizeof why))
+            return rs_say(err, errlen, RNGSNAP_E_INVALID,
+                          "manifest: rank %d: %s", (int)r,
+                          strlen(c) >= RS_COORDS_MAX ? "coordinates too long"
+                                                     : why);
+        total += RS_MAN_V2_RANK_FIXED + strlen(c);
+    }
+    for (size_t i = 0; i < o->app_count; i++) {
+        size_t nl = strlen(o->apps[i].name);
         if (nl < 1 || nl > RS_MAN_NAME_MAX)
             return rs_say(err, errlen, RNGSNAP_E_INVALID,
-                       "manifest: app state name of %zu bytes", nl);
+                          "manifest: app state name of %zu bytes", nl);
         total += 2 + nl + 9;
     }
     uint8_t *b = malloc(total), *p = b;
     if (!b)
         return rs_say(err, errlen, RNGSNAP_E_NOMEM,
-                   "manifest: out of memory for %zu bytes", total);
+                      "manifest: out of memory for %zu bytes", total);
+    static const uint8_t zero[RS_MAN_ID_SIZE];
     memcpy(p, RS_MAN_MAGIC, 8);
     put32(p + 8, RS_MAN_VERSION);
-    put32(p + 12, (uint32_t)world_size);
-    put64(p + 16, (uint64_t)created_unix);
-    memcpy(p + 24, id, RS_MAN_ID_SIZE);
-    memcpy(p + 40, forked_from, RS_MAN_ID_SIZE);
-    put32(p + 56, (uint32_t)app_count);
-    p += RS_MAN_HEADER_SIZE;
-    for (int32_t r = 0; r < world_size; r++) {
-        size_t nl = strlen(ranks[r].file);
+    put32(p + 12, (uint32_t)o->world_size);
+    put64(p + 16, (uint64_t)o->created_unix);
+    memcpy(p + 24, o->id, RS_MAN_ID_SIZE);
+    memcpy(p + 40, o->forked_from ? o->forked_from : zero, RS_MAN_ID_SIZE);
+    put32(p + 56, (uint32_t)o->app_count);
+    put32(p + 60, (uint32_t)o->file_count);
+    put32(p + 64, o->per_rank_files ? RS_MAN_FLAG_PER_RANK : 0);
+    put32(p + 68, o->emulated_ranks_per_node);
+    p += RS_MAN_V2_HEADER_SIZE;
+    for (size_t i = 0; i < o->file_count; i++) {
+        const rngsnap_manifest_file *f = &o->files[i];
+        file_name(o->per_rank_files, i, f->first_rank, o->id, name);
+        size_t nl = strlen(name);
         put16(p, (uint16_t)nl);
-        memcpy(p + 2, ranks[r].file, nl);
+        memcpy(p + 2, name, nl);
         p += 2 + nl;
-        put64(p, ranks[r].size);
-        put64(p + 8, ranks[r].checksum);
-        p += 16;
+        put32(p, (uint32_t)f->first_rank);
+        put32(p + 4, f->rank_count);
+        put64(p + 8, f->size);
+        put64(p + 16, f->checksum);
+        p += RS_MAN_V2_FILE_FIXED;
     }
-    for (size_t i = 0; i < app_count; i++) {
-        size_t nl = strlen(apps[i].name);
+    for (int32_t r = 0; r < o->world_size; r++) {
+        const rngsnap_manifest_rank *k = &o->ranks[r];
+        const char *c = k->coords ? k->coords : "";
+        size_t cl = strlen(c);
+        put32(p, (uint32_t)k->file_index);
+        put64(p + 4, k->offset);
+        put64(p + 12, k->size);
+        put64(p + 20, k->checksum);
+        put16(p + 28, (uint16_t)cl);
+        memcpy(p + 30, c, cl);
+        p += RS_MAN_V2_RANK_FIXED + cl;
+    }
+    for (size_t i = 0; i < o->app_count; i++) {
+        size_t nl = strlen(o->apps[i].name);
         put16(p, (uint16_t)nl);
-        memcpy(p + 2, apps[i].name, nl);
+        memcpy(p + 2, o->apps[i].name, nl);
         p += 2 + nl;
-        put64(p, apps[i].checksum);
-        p[8] = apps[i].same_on_all_ranks ? 1 : 0;
+        put64(p, o->apps[i].checksum);
+        p[8] = o->apps[i].same_on_all_ranks ? 1 : 0;
         p += 9;
     }
     put64(p, XXH3_64bits(b, (size_t)(p - b)));
@@ -131,15 +277,16 @@ int rs_man_encode(int32_t world_size, int64_t created_unix,
 
 /* ---- decode -------------------------------------------------------------- */
 
-/* Take a u16 length and that many bytes at *pp, bounded by end. */
-static int take_name(const uint8_t **pp, const uint8_t *end, size_t max,
-                     const uint8_t **name, size_t *nl)
+/* Take a u16 length (min..max) and that many bytes at *pp, bounded by
+ * end. */
+static int take_name(const uint8_t **pp, const uint8_t *end, size_t min,
+                     size_t max, const uint8_t **name, size_t *nl)
 {
     const uint8_t *p = *pp;
     if (end - p < 2)
         return -1;
     size_t n = get16(p);
-    if (n < 1 || n > max || (size_t)(end - p - 2) < n)
+    if (n < min || n > max || (size_t)(end - p - 2) < n)
         return -1;
     *name = p + 2;
     *nl = n;
@@ -177,6 +324,179 @@ static int name_twice(const rngsnap_manifest_app *apps, uint32_t n,
     return found;
 }
 
+/* The bytes between the header and the checksum, and where decoded names
+ * go: one pass over the records. */
+typedef struct cursor {
+    const uint8_t *p, *end;
+    char *q; /* next free byte of m->names */
+    const char *what;
+    char *err;
+    size_t errlen;
+} cursor;
+
+/* Copy n name bytes into the names block as a C string. */
+static const char *keep(cursor *c, const uint8_t *s, size_t n)
+{
+    char *r = c->q;
+    memcpy(r, s, n);
+    r[n] = 0;
+    c->q += n + 1;
+    return r;
+}
+
+/* Is the name at s (n bytes) exactly expect?  A rank's or node's file
+ * may have no other: no '/', "..", NUL, nor another checkpoint's file. */
+static int named(const uint8_t *s, size_t n, const char *expect)
+{
+    return n == strlen(expect) && memcmp(s, expect, n) == 0;
+}
+
+/* Version 1: W records of name, size, checksum; one file per rank. */
+static int decode_v1_ranks(cursor *c, struct rngsnap_manifest *m)
+{
+    int32_t world = m->info.world_size;
+    for (int32_t r = 0; r < world; r++) {
+        const uint8_t *name;
+        size_t nl;
+        char expect[RS_MAN_RANK_NAME_MAX];
+        if (take_name(&c->p, c->end, 1, RS_MAN_RANK_NAME_MAX - 1, &name, &nl)
+                != 0
+            || c->end - c->p < 16)
+            return rs_say(c->err, c->errlen, RNGSNAP_E_CORRUPT,
+                          "%s: rank %d's record is truncated or its name "
+                          "length is out of range",
+                          c->what, (int)r);
+        rs_man_rank_file((int)r, m->id, expect);
+        if (!named(name, nl, expect))
+            return rs_say(c->err, c->errlen, RNGSNAP_E_CORRUPT,
+                          "%s: rank %d's file is not named %s", c->what,
+                          (int)r, expect);
+        rngsnap_manifest_file *f = &m->files[r];
+        rngsnap_manifest_rank *k = &m->ranks[r];
+        f->name = k->file = keep(c, name, nl);
+        f->first_rank = r;
+        f->rank_count = 1;
+        f->size = k->size = get64(c->p);
+        f->checksum = k->checksum = get64(c->p + 8);
+        k->file_index = (size_t)r;
+        k->coords = "";
+        c->p += 16;
+        if (k->size < RS_FMT_HEADER_SIZE + RS_FMT_TRAILER_SIZE
+            || k->size > RS_FMT_FILE_MAX)
+            return rs_say(c->err, c->errlen, RNGSNAP_E_CORRUPT,
+                          "%s: rank %d's file size %llu is outside %u..%zu",
+                          c->what, (int)r, (unsigned long long)k->size,
+                          RS_FMT_HEADER_SIZE + RS_FMT_TRAILER_SIZE,
+                          (size_t)RS_FMT_FILE_MAX);
+    }
+    return RNGSNAP_OK;
+}
+
+/* Version 2: the file records, then the rank records, then the whole
+ * layout. */
+static int decode_v2_tables(cursor *c, struct rngsnap_manifest *m,
+                            int per_rank)
+{
+    int32_t world = m->info.world_size;
+    for (size_t i = 0; i < m->info.file_count; i++) {
+        const uint8_t *name;
+        size_t nl;
+        if (take_name(&c->p, c->end, 1, RS_MAN_RANK_NAME_MAX - 1, &name, &nl)
+                != 0
+            || (size_t)(c->end - c->p) < RS_MAN_V2_FILE_FIXED)
+            return rs_say(c->err, c->errlen, RNGSNAP_E_CORRUPT,
+                          "%s: file record %zu is truncated or its name "
+                          "length is out of range",
+                          c->what, i);
+        rngsnap_manifest_file *f = &m->files[i];
+        f->first_rank = (int32_t)get32(c->p);
+        f->rank_count = get32(c->p + 4);
+        f->size = get64(c->p + 8);
+        f->checksum = get64(c->p + 16);
+        c->p += RS_MAN_V2_FILE_FIXED;
+        char expect[RS_MAN_RANK_NAME_MAX];
+        /* A first_rank out of range is the layout's to name. */
+        int32_t first = f->first_rank >= 0 && f->first_rank < world
+                            ? f->first_rank
+                            : 0;
+        file_name(per_rank, i, first, m->id, expect);
+        if (!named(name, nl, expect))
+            return rs_say(c->err, c->errlen, RNGSNAP_E_CORRUPT,
+                          "%s: file record %zu: name \"%.*s\", expected %s",
+                          c->what, i, (int)nl, (const char *)name, expect);
+        f->name = keep(c, name, nl);
+    }
+    for (int32_t r = 0; r < world; r++) {
+        rngsnap_manifest_rank *k = &m->ranks[r];
+        if ((size_t)(c->end - c->p) < RS_MAN_V2_RANK_FIXED)
+            return rs_say(c->err, c->errlen, RNGSNAP_E_CORRUPT,
+                          "%s: rank record %d is truncated", c->what,
+                          (int)r);
+        uint32_t fi = get32(c->p);
+        k->offset = get64(c->p + 4);
+        k->size = get64(c->p + 12);
+        k->checksum = get64(c->p + 20);
+        size_t cl = get16(c->p + 28);
+        c->p += RS_MAN_V2_RANK_FIXED;
+        if (fi >= m->info.file_count)
+            return rs_say(c->err, c->errlen, RNGSNAP_E_CORRUPT,
+                          "%s: rank %d: file_index %u, the manifest has %zu "
+                          "files",
+                          c->what, (int)r, fi, m->info.file_count);
+        if (cl >= RS_COORDS_MAX || (size_t)(c->end - c->p) < cl
+            || memchr(c->p, 0, cl))
+            return rs_say(c->err, c->errlen, RNGSNAP_E_CORRUPT,
+                          "%s: rank %d: coordinates of %zu bytes (at most "
+                          "%u, no NUL, within the manifest)",
+                          c->what, (int)r, cl, RS_COORDS_MAX - 1);
+        k->file_index = fi;
+        k->file = m->files[fi].name;
+        k->coords = keep(c, c->p, cl);
+        c->p += cl;
+        char why[768];
+        if (check_coords(k->coords, why, sizeof why))
+            return rs_say(c->err, c->errlen, RNGSNAP_E_CORRUPT,
+                          "%s: rank %d: %s", c->what, (int)r, why);
+    }
+    char why[768];
+    if (check_layout(world, m->files, m->info.file_count, m->ranks,
+                     per_rank, why, sizeof why))
+        return rs_say(c->err, c->errlen, RNGSNAP_E_CORRUPT, "%s: %s",
+                      c->what, why);
+    return RNGSNAP_OK;
+}
+
+static int decode_apps(cursor *c, struct rngsnap_manifest *m)
+{
+    for (uint32_t i = 0; i < m->info.app_count; i++) {
+        const uint8_t *name;
+        size_t nl;
+        if (take_name(&c->p, c->end, 1, RS_MAN_NAME_MAX, &name, &nl) != 0
+            || c->end - c->p < 9 || memchr(name, 0, nl) || c->p[8] > 1)
+            return rs_say(c->err, c->errlen, RNGSNAP_E_CORRUPT,
+                          "%s: app state record %u is truncated or "
+                          "malformed",
+                          c->what, i);
+        m->apps[i].name = keep(c, name, nl);
+        m->apps[i].checksum = get64(c->p);
+        m->apps[i].same_on_all_ranks = c->p[8];
+        c->p += 9;
+    }
+    if (c->p != c->end)
+        return rs_say(c->err, c->errlen, RNGSNAP_E_CORRUPT,
+                      "%s: %zu bytes after the last record", c->what,
+                      (size_t)(c->end - c->p));
+    const char *dup = NULL;
+    int twice = name_twice(m->apps, (uint32_t)m->info.app_count, &dup);
+    if (twice < 0)
+        return rs_say(c->err, c->errlen, RNGSNAP_E_NOMEM,
+                      "%s: out of memory", c->what);
+    if (twice)
+        return rs_say(c->err, c->errlen, RNGSNAP_E_CORRUPT,
+                      "%s: app state %s recorded twice", c->what, dup);
+    return RNGSNAP_OK;
+}
+
 int rs_man_decode(const uint8_t *buf, size_t len, const char *what,
                   const char *dir, struct rngsnap_manifest **out, char *err,
                   size_t errlen)
@@ -184,49 +504,84 @@ int rs_man_decode(const uint8_t *buf, size_t len, const char *what,
     *out = NULL;
     if (len < RS_MAN_HEADER_SIZE + 8 || memcmp(buf, RS_MAN_MAGIC, 8) != 0)
         return rs_say(err, errlen, RNGSNAP_E_CORRUPT,
-                   "%s: not a rngsnap manifest (%zu bytes, no \"%s\" "
-                   "magic)",
-                   what, len, RS_MAN_MAGIC);
+                      "%s: not a rngsnap manifest (%zu bytes, no \"%s\" "
+                      "magic)",
+                      what, len, RS_MAN_MAGIC);
     uint64_t want = get64(buf + len - 8), got = XXH3_64bits(buf, len - 8);
     if (want != got)
         return rs_say(err, errlen, RNGSNAP_E_CORRUPT,
-                   "%s: manifest checksum is 0x%016llx, its bytes give "
-                   "0x%016llx (damaged or truncated)",
-                   what, (unsigned long long)want, (unsigned long long)got);
+                      "%s: manifest checksum is 0x%016llx, its bytes give "
+                      "0x%016llx (damaged or truncated)",
+                      what, (unsigned long long)want,
+                      (unsigned long long)got);
     uint32_t version = get32(buf + 8);
-    if (version != RS_MAN_VERSION)
+    if (version != 1 && version != RS_MAN_VERSION)
         return rs_say(err, errlen, RNGSNAP_E_CORRUPT,
-                   "%s: manifest format version %u, this library reads %u",
-                   what, version, RS_MAN_VERSION);
+                      "%s: manifest format version %u, this library reads "
+                      "1 and %u",
+                      what, version, RS_MAN_VERSION);
+    size_t hsize = version == 1 ? RS_MAN_HEADER_SIZE : RS_MAN_V2_HEADER_SIZE;
+    if (len < hsize + 8)
+        return rs_say(err, errlen, RNGSNAP_E_CORRUPT,
+                      "%s: %zu bytes, a version %u manifest has at least "
+                      "%zu",
+                      what, len, version, hsize + 8);
     int32_t world = (int32_t)get32(buf + 12);
     uint32_t napps = get32(buf + 56);
+    uint32_t nfiles = version == 1 ? (uint32_t)world : get32(buf + 60);
+    uint32_t flags = version == 1 ? 0 : get32(buf + 64);
+    uint32_t emulated = version == 1 ? 0 : get32(buf + 68);
     if (world < 1 || world > RS_MAN_WORLD_MAX)
         return rs_say(err, errlen, RNGSNAP_E_CORRUPT,
-                   "%s: world size %d outside 1..%d", what, (int)world,
-                   RS_MAN_WORLD_MAX);
+                      "%s: world size %d outside 1..%d", what, (int)world,
+                      RS_MAN_WORLD_MAX);
     if (napps > RS_MAN_APPS_MAX)
         return rs_say(err, errlen, RNGSNAP_E_CORRUPT,
-                   "%s: %u app states, at most %u", what, napps,
-                   RS_MAN_APPS_MAX);
-    /* Every record takes at least 17 (rank) or 10 (app) bytes: refuse
-     * counts the bytes cannot hold before allocating for them. */
-    const uint8_t *p = buf + RS_MAN_HEADER_SIZE, *end = buf + len - 8;
-    if ((size_t)(end - p) / 17 < (size_t)world
-        || (size_t)(end - p) < (size_t)world * 17 + (size_t)napps * 10)
+                      "%s: %u app states, at most %u", what, napps,
+                      RS_MAN_APPS_MAX);
+    if (nfiles < 1 || nfiles > (uint32_t)world)
         return rs_say(err, errlen, RNGSNAP_E_CORRUPT,
-                   "%s: %d ranks and %u app states do not fit in %zu bytes",
-                   what, (int)world, napps, len);
+                      "%s: file count %u outside 1..%d (the world size)",
+                      what, nfiles, (int)world);
+    if (flags & ~(uint32_t)RS_MAN_FLAG_PER_RANK)
+        return rs_say(err, errlen, RNGSNAP_E_CORRUPT,
+                      "%s: flags 0x%x, only 0x%x (per-rank files) is "
+                      "defined",
+                      what, flags, RS_MAN_FLAG_PER_RANK);
+    if (emulated > RS_MAN_WORLD_MAX)
+        return rs_say(err, errlen, RNGSNAP_E_CORRUPT,
+                      "%s: emulated_ranks_per_node %u, at most %d", what,
+                      emulated, RS_MAN_WORLD_MAX);
+    /* Refuse counts the bytes cannot hold before allocating for them:
+     * every record has a least size.  At most 2^20 * 30 + 65536 * 10:
+     * no overflow. */
+    const uint8_t *p = buf + hsize, *end = buf + len - 8;
+    uint64_t least = version == 1
+                         ? (uint64_t)world * 17
+                         : (uint64_t)nfiles * (3 + RS_MAN_V2_FILE_FIXED)
+                               + (uint64_t)world * RS_MAN_V2_RANK_FIXED;
+    least += (uint64_t)napps * 10;
+    if ((uint64_t)(end - p) < least)
+        return rs_say(err, errlen, RNGSNAP_E_CORRUPT,
+                      "%s: %d ranks, %u files and %u app states do not fit "
+                      "in %zu bytes",
+                      what, (int)world, nfiles, napps, len);
 
     struct rngsnap_manifest *m = calloc(1, sizeof *m);
     if (!m)
-        return rs_say(err, errlen, RNGSNAP_E_NOMEM, "%s: out of memory", what);
+        return rs_say(err, errlen, RNGSNAP_E_NOMEM, "%s: out of memory",
+                      what);
     m->ranks = calloc((size_t)world, sizeof *m->ranks);
+    m->files = calloc(nfiles, sizeof *m->files);
     m->apps = calloc(napps ? napps : 1, sizeof *m->apps);
-    m->names = malloc(len); /* names with their NULs fit in len */
+    /* Each string takes its length prefix (>= 1 byte) in buf for its
+     * NUL here: all of them fit in len. */
+    m->names = malloc(len);
     m->dir = strdup(dir ? dir : ".");
     int rc = RNGSNAP_OK;
-    if (!m->ranks || !m->apps || !m->names || !m->dir) {
-        rc = rs_say(err, errlen, RNGSNAP_E_NOMEM, "%s: out of memory", what);
+    if (!m->ranks || !m->files || !m->apps || !m->names || !m->dir) {
+        rc = rs_say(err, errlen, RNGSNAP_E_NOMEM, "%s: out of memory",
+                    what);
         goto fail;
     }
     memcpy(m->id, buf + 24, RS_MAN_ID_SIZE);
@@ -235,84 +590,21 @@ int rs_man_decode(const uint8_t *buf, size_t len, const char *what,
     m->info.world_size = world;
     m->info.created_unix = (int64_t)get64(buf + 16);
     m->info.app_count = napps;
+    m->info.file_count = nfiles;
+    m->info.emulated_ranks_per_node = emulated;
     rs_man_hex(m->id, m->info.id);
     static const uint8_t zero[RS_MAN_ID_SIZE];
     if (memcmp(m->forked_from, zero, RS_MAN_ID_SIZE) != 0)
         rs_man_hex(m->forked_from, m->info.forked_from);
 
-    char *q = m->names;
-    for (int32_t r = 0; r < world; r++) {
-        const uint8_t *name;
-        size_t nl;
-        char expect[RS_MAN_RANK_NAME_MAX];
-        if (take_name(&p, end, RS_MAN_RANK_NAME_MAX - 1, &name, &nl) != 0
-            || end - p < 16) {
-            rc = rs_say(err, errlen, RNGSNAP_E_CORRUPT,
-                     "%s: rank %d's record is truncated or its name length "
-                     "is out of range",
-                     what, (int)r);
-            goto fail;
-        }
-        /* The only name a rank file may have: no '/', no "..", no NUL,
-         * and no file of another rank or checkpoint. */
-        rs_man_rank_file((int)r, m->id, expect);
-        if (nl != strlen(expect) || memcmp(name, expect, nl) != 0) {
-            rc = rs_say(err, errlen, RNGSNAP_E_CORRUPT,
-                     "%s: rank %d's file is not named %s", what, (int)r,
-                     expect);
-            goto fail;
-        }
-        memcpy(q, name, nl);
-        q[nl] = 0;
-        m->ranks[r].file = q;
-        q += nl + 1;
-        m->ranks[r].size = get64(p);
-        m->ranks[r].checksum = get64(p + 8);
-        p += 16;
-        if (m->ranks[r].size < RS_FMT_HEADER_SIZE + RS_FMT_TRAILER_SIZE
-            || m->ranks[r].size > RS_FMT_FILE_MAX) {
-            rc = rs_say(err, errlen, RNGSNAP_E_CORRUPT,
-                     "%s: rank %d's file size %llu is outside %u..%zu", what,
-                     (int)r, (unsigned long long)m->ranks[r].size,
-                     RS_FMT_HEADER_SIZE + RS_FMT_TRAILER_SIZE,
-                     (size_t)RS_FMT_FILE_MAX);
-            goto fail;
-        }
-    }
-    for (uint32_t i = 0; i < napps; i++) {
-        const uint8_t *name;
-        size_t nl;
-        if (take_name(&p, end, RS_MAN_NAME_MAX, &name, &nl) != 0
-            || end - p < 9 || memchr(name, 0, nl) || p[8] > 1) {
-            rc = rs_say(err, errlen, RNGSNAP_E_CORRUPT,
-                     "%s: app state record %u is truncated or malformed",
-                     what, i);
-            goto fail;
-        }
-        memcpy(q, name, nl);
-        q[nl] = 0;
-        m->apps[i].name = q;
-        q += nl + 1;
-        m->apps[i].checksum = get64(p);
-        m->apps[i].same_on_all_ranks = p[8];
-        p += 9;
-    }
-    if (p != end) {
-        rc = rs_say(err, errlen, RNGSNAP_E_CORRUPT,
-                 "%s: %zu bytes after the last record", what,
-                 (size_t)(end - p));
+    cursor c = {p, end, m->names, what, err, errlen};
+    rc = version == 1
+             ? decode_v1_ranks(&c, m)
+             : decode_v2_tables(&c, m, (flags & RS_MAN_FLAG_PER_RANK) != 0);
+    if (!rc)
+        rc = decode_apps(&c, m);
+    if (rc)
         goto fail;
-    }
-    const char *dup = NULL;
-    int twice = name_twice(m->apps, napps, &dup);
-    if (twice) {
-        rc = twice < 0 ? rs_say(err, errlen, RNGSNAP_E_NOMEM,
-                                "%s: out of memory", what)
-                       : rs_say(err, errlen, RNGSNAP_E_CORRUPT,
-                                "%s: app state %s recorded twice", what,
-                                dup);
-        goto fail;
-    }
     *out = m;
     return RNGSNAP_OK;
 fail:
@@ -320,26 +612,41 @@ fail:
     return rc;
 }
 
+/* "rank R's file" when the file is the rank's alone, else where in the
+ * node's file its image lies. */
+static void image_label(const struct rngsnap_manifest *m, int rank,
+                        char *out, size_t outlen)
+{
+    const rngsnap_manifest_rank *k = &m->ranks[rank];
+    if (m->files[k->file_index].rank_count == 1)
+        snprintf(out, outlen, "rank %d's file", rank);
+    else
+        snprintf(out, outlen, "rank %d's image at offset %llu", rank,
+                 (unsigned long long)k->offset);
+}
+
 int rs_man_check_rank(const struct rngsnap_manifest *m, int rank,
                       const char *path, const uint8_t *buf, size_t len,
                       char *err, size_t errlen)
 {
     const rngsnap_manifest_rank *r = &m->ranks[rank];
+    char label[96];
+    image_label(m, rank, label, sizeof label);
     if (len != r->size)
         return rs_say(err, errlen, RNGSNAP_E_CORRUPT,
-                   "%s (rank %d's file): %zu bytes, the manifest of "
-                   "checkpoint %s records %llu (damaged, truncated, or "
-                   "another checkpoint's file)",
-                   path, rank, len, m->info.id,
-                   (unsigned long long)r->size);
+                      "%s (%s): %zu bytes, the manifest of checkpoint %s "
+                      "records %llu (damaged, truncated, or another "
+                      "checkpoint's file)",
+                      path, label, len, m->info.id,
+                      (unsigned long long)r->size);
     uint64_t h = XXH3_64bits(buf, len);
     if (h != r->checksum)
         return rs_say(err, errlen, RNGSNAP_E_CORRUPT,
-                   "%s (rank %d's file): XXH3-64 0x%016llx, the manifest of "
-                   "checkpoint %s records 0x%016llx (damaged, swapped, or "
-                   "another checkpoint's file)",
-                   path, rank, (unsigned long long)h, m->info.id,
-                   (unsigned long long)r->checksum);
+                      "%s (%s): XXH3-64 0x%016llx, the manifest of "
+                      "checkpoint %s records 0x%016llx (damaged, swapped, "
+                      "or another checkpoint's file)",
+                      path, label, (unsigned long long)h, m->info.id,
+                      (unsigned long long)r->checksum);
     return RNGSNAP_OK;
 }
 
@@ -385,6 +692,7 @@ RNGSNAP_API void rngsnap_manifest_close(rngsnap_manifest *m)
         return;
     free(m->dir);
     free(m->ranks);
+    free(m->files);
     free(m->apps);
     free(m->names);
     free(m);
@@ -412,8 +720,16 @@ rngsnap_manifest_app_at(const rngsnap_manifest *m, size_t i)
     return &m->apps[i];
 }
 
-/* Read the bytes once, check them against the record, and decode those
- * same bytes (format.c takes the buffer over). */
+RNGSNAP_API const rngsnap_manifest_file *
+rngsnap_manifest_file_at(const rngsnap_manifest *m, size_t i)
+{
+    if (!m || i >= m->info.file_count)
+        return NULL;
+    return &m->files[i];
+}
+
+/* Read only the rank's bytes once, check them against the record, and
+ * decode those same bytes (format.c takes the buffer over). */
 RNGSNAP_API int rngsnap_manifest_open_rank(const rngsnap_manifest *m,
                                            int rank, rngsnap_file **out,
                                            char *err, size_t errlen)
@@ -422,25 +738,36 @@ RNGSNAP_API int rngsnap_manifest_open_rank(const rngsnap_manifest *m,
         err[0] = 0;
     if (!out)
         return rs_say(err, errlen, RNGSNAP_E_INVALID,
-                   "rngsnap_manifest_open_rank: out is NULL");
+                      "rngsnap_manifest_open_rank: out is NULL");
     *out = NULL;
     if (!m || rank < 0 || rank >= m->info.world_size)
         return rs_say(err, errlen, RNGSNAP_E_INVALID,
-                   "rngsnap_manifest_open_rank: rank %d outside 0..%d", rank,
-                   m ? (int)m->info.world_size - 1 : -1);
-    size_t pl = strlen(m->dir) + strlen(m->ranks[rank].file) + 2;
-    char *path = malloc(pl);
+                      "rngsnap_manifest_open_rank: rank %d outside 0..%d",
+                      rank, m ? (int)m->info.world_size - 1 : -1);
+    const rngsnap_manifest_rank *k = &m->ranks[rank];
+    const rngsnap_manifest_file *f = &m->files[k->file_index];
+    size_t pl = strlen(m->dir) + strlen(k->file) + 2;
+    char *path = malloc(pl), what[1200];
     if (!path)
         return rs_say(err, errlen, RNGSNAP_E_NOMEM, "out of memory");
-    snprintf(path, pl, "%s/%s", m->dir, m->ranks[rank].file);
+    snprintf(path, pl, "%s/%s", m->dir, k->file);
+    /* In a node's file the image is named by its rank and place. */
+    if (f->rank_count > 1) {
+        char label[96];
+        image_label(m, rank, label, sizeof label);
+        snprintf(what, sizeof what, "%s (%s)", path, label);
+    } else {
+        snprintf(what, sizeof what, "%s", path);
+    }
     uint8_t *buf;
-    size_t len;
-    int rc = rs_store_read(path, (size_t)m->ranks[rank].size, &buf, &len,
-                           err, errlen);
+    int rc = rs_store_read_range(path, k->offset, (size_t)k->size, f->size,
+                                 &buf, err, errlen);
     if (rc == RNGSNAP_OK) {
-        rc = rs_man_check_rank(m, rank, path, buf, len, err, errlen);
+        rc = rs_man_check_rank(m, rank, path, buf, (size_t)k->size, err,
+                               errlen);
         if (rc == RNGSNAP_OK)
-            rc = rs_fmt_file_adopt(buf, len, path, out, err, errlen);
+            rc = rs_fmt_file_adopt(buf, (size_t)k->size, what, out, err,
+                                   errlen);
         else
             free(buf);
     }

@@ -582,3 +582,87 @@ out:
     close(fd);
     return rc;
 }
+
+/* A node's file holds many ranks' images: a load reads only its own,
+ * with pread, after checking the file is the size the manifest says. */
+int rs_store_read_range(const char *path, uint64_t offset, size_t length,
+                        uint64_t file_size, uint8_t **buf, char *err,
+                        size_t errlen)
+{
+    *buf = NULL;
+    if (length > RS_FMT_FILE_MAX)
+        return rs_say(err, errlen, RNGSNAP_E_CORRUPT,
+                      "%s: a range of %zu bytes, more than the %zu a "
+                      "checkpoint may hold",
+                      path, length, (size_t)RS_FMT_FILE_MAX);
+    if (offset > (uint64_t)INT64_MAX - length)
+        return rs_say(err, errlen, RNGSNAP_E_CORRUPT,
+                      "%s: a range at offset %llu is past any file", path,
+                      (unsigned long long)offset);
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+    if (fd < 0)
+        return rs_say(err, errlen, RNGSNAP_E_IO, "%s: cannot open: %s", path,
+                      strerror(errno));
+    int rc = RNGSNAP_OK;
+    struct stat st;
+    uint8_t *p = NULL;
+    if (fstat(fd, &st) != 0) {
+        rc = rs_say(err, errlen, RNGSNAP_E_IO, "%s: cannot stat: %s", path,
+                    strerror(errno));
+        goto out;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        rc = rs_say(err, errlen, RNGSNAP_E_IO, "%s: not a regular file (%s)",
+                    path, file_kind(st.st_mode));
+        goto out;
+    }
+    if (file_size && (uint64_t)st.st_size != file_size) {
+        rc = rs_say(err, errlen, RNGSNAP_E_CORRUPT,
+                    "%s: %lld bytes, the manifest records %llu (truncated, "
+                    "grown, or another checkpoint's file)",
+                    path, (long long)st.st_size,
+                    (unsigned long long)file_size);
+        goto out;
+    }
+    if (offset + length > (uint64_t)st.st_size) {
+        rc = rs_say(err, errlen, RNGSNAP_E_CORRUPT,
+                    "%s: %lld bytes, too short for bytes %llu..%llu",
+                    path, (long long)st.st_size,
+                    (unsigned long long)offset,
+                    (unsigned long long)(offset + length));
+        goto out;
+    }
+    p = malloc(length ? length : 1);
+    if (!p) {
+        rc = rs_say(err, errlen, RNGSNAP_E_NOMEM,
+                    "%s: out of memory for %zu bytes", path, length);
+        goto out;
+    }
+    for (size_t got = 0; got < length;) {
+        ssize_t r = pread(fd, p + got, length - got,
+                          (off_t)(offset + got));
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0) {
+            rc = rs_say(err, errlen, RNGSNAP_E_IO, "%s: read failed: %s",
+                        path, strerror(errno));
+            goto out;
+        }
+        if (r == 0) { /* shrunk since the fstat */
+            rc = rs_say(err, errlen, RNGSNAP_E_CORRUPT,
+                        "%s: ended at byte %llu, before the end of bytes "
+                        "%llu..%llu",
+                        path, (unsigned long long)(offset + got),
+                        (unsigned long long)offset,
+                        (unsigned long long)(offset + length));
+            goto out;
+        }
+        got += (size_t)r;
+    }
+    *buf = p;
+    p = NULL;
+out:
+    free(p);
+    close(fd);
+    return rc;
+}

@@ -54,6 +54,10 @@ static const char *const rs_words[RS_W_COUNT][RS_LANG_COUNT] = {
     [RS_W_CALLBACK]       = {"callback", "callable"},
     [RS_W_BRANCH]         = {"rngsnap_branch", "ctx.branch()"},
     [RS_W_CLOSE]          = {"rngsnap_close", "ctx.close()"},
+    /* "(...)": ctx.set_coords() with no arguments clears them */
+    [RS_W_SET_COORDS]     = {"rngsnap_set_coords", "ctx.set_coords(...)"},
+    [RS_W_SAVE_PER_RANK_FILES] = {"RNGSNAP_SAVE_PER_RANK_FILES",
+                                  "per_rank_files=True"},
 };
 
 /* App states that a host language's own layer registers as a family,

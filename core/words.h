@@ -49,6 +49,8 @@ typedef enum rs_word_id {
     RS_W_CALLBACK,       /* an app state's save/load function   */
     RS_W_BRANCH,         /* leave a resumed run on purpose       */
     RS_W_CLOSE,          /* close a context                     */
+    RS_W_SET_COORDS,     /* a rank's parallel coordinates        */
+    RS_W_SAVE_PER_RANK_FILES, /* the save flag: a file per rank  */
     RS_W_COUNT
 } rs_word_id;
 

@@ -332,9 +332,6 @@ typedef struct rngsnap_comm {
     int rank;   /* this process: 0 <= rank < size */
     int size;   /* ranks in the job               */
     void *user; /* handed to every call           */
-    /* TRANSITIONAL (removed when the node protocol lands in ranks.c):
-     * every rank gives len bytes at send; recv gets rank r's at r * len. */
-    int (*allgather)(void *user, const void *send, void *recv, size_t len);
     /* Collective: root's len bytes at buf are copied into buf on every
      * other rank (all ranks call it with the same len and root). */
     int (*broadcast)(void *user, void *buf, size_t len, int root);

@@ -2,8 +2,10 @@
  * rngsnap/mpi.h - multi-rank checkpoints over MPI (librngsnap_mpi,
  * pkg-config rngsnap-mpi).
  *
- * A thin adapter: it fills an rngsnap_comm from comm (allgather with
- * MPI_Allgather of MPI_BYTE, broadcast with MPI_Bcast) and calls
+ * A thin adapter: it fills an rngsnap_comm from a private duplicate of
+ * comm (MPI_Comm_dup: rngsnap's messages never match the job's own;
+ * broadcast with MPI_Bcast, send and receive with MPI_Send/MPI_Recv, the
+ * node from MPI_Comm_split_type(MPI_COMM_TYPE_SHARED)) and calls
  * rngsnap_save_ranks / rngsnap_load_ranks, which hold the whole protocol
  * (docs/user-guide.md, "Multi-rank checkpoints"; the folder format is in
  * docs/format.md).  The core itself never links MPI.
@@ -42,7 +44,8 @@
 extern "C" {
 #endif
 
-/* Flags as rngsnap_save_ranks: RNGSNAP_SAVE_REPLACE, RNGSNAP_SAVE_NO_SYNC. */
+/* Flags as rngsnap_save_ranks: RNGSNAP_SAVE_REPLACE, RNGSNAP_SAVE_NO_SYNC,
+ * RNGSNAP_SAVE_PER_RANK_FILES. */
 RNGSNAP_API int rngsnap_mpi_save(rngsnap *ctx, MPI_Comm comm, const char *dir, unsigned flags);
 /* Flags as rngsnap_load_ranks: RNGSNAP_LOAD_FORK. */
 RNGSNAP_API int rngsnap_mpi_load(rngsnap *ctx, MPI_Comm comm, const char *dir, unsigned flags);

@@ -11,6 +11,7 @@
 #include "context.h" /* the core's: which streams have drawn */
 #include "internal.h" /* the core's: rs_register_state */
 #include "fork.h" /* the core's: is this a fork() child of the opener? */
+#include "lock.h" /* the core's: _coords() copies under the lock */
 
 /* This thread's running save/load/ranks calls, innermost first. */
 static _Thread_local rsp_call *rsp_calls;
@@ -440,6 +441,46 @@ static PyObject *ctx_get_rank_part(rsp_context *self, void *which)
     return PyLong_FromLong(which ? world : rank);
 }
 
+/* _set_coords(text): rngsnap_set_coords; the package's set_coords(**kw)
+ * writes the text (rngsnap/_context/coords.py). */
+static PyObject *ctx_set_coords(rsp_context *self, PyObject *args)
+{
+    const char *text;
+    if (!PyArg_ParseTuple(args, "s:_set_coords", &text))
+        return NULL;
+    rngsnap *ctx = rsp_ctx_get(self);
+    if (!ctx)
+        return NULL;
+    int rc;
+    RSP_WITHOUT_GIL(self, rc = rngsnap_set_coords(ctx, text));
+    if (rc)
+        return rsp_raise(self, rc);
+    Py_RETURN_NONE;
+}
+
+/* _coords() -> str: the canonical coordinates, "" when none.  Copied
+ * under the context's lock (without the GIL, as every call that takes
+ * it): another thread's set_coords never shows half written.  Not in a
+ * fork() child: a lock held by another of the parent's threads at the
+ * fork stays held there, and the child's set_coords is refused. */
+static PyObject *ctx_get_coords(rsp_context *self, PyObject *unused)
+{
+    (void)unused;
+    rngsnap *ctx = rsp_ctx_get(self);
+    if (!ctx)
+        return NULL;
+    char text[RS_COORDS_MAX];
+    if (rs_forked(ctx))
+        memcpy(text, rngsnap_get_coords(ctx), sizeof text);
+    else
+        RSP_WITHOUT_GIL(self, {
+            rs_ctx_lock(ctx);
+            memcpy(text, rngsnap_get_coords(ctx), sizeof text);
+            rs_ctx_unlock(ctx);
+        });
+    return PyUnicode_FromString(text);
+}
+
 static PyObject *ctx_closed(rsp_context *self, void *unused)
 {
     (void)unused;
@@ -525,6 +566,10 @@ static PyMethodDef ctx_methods[] = {
      "Every stream of the registry, in its fixed order."},
     {"set_rank", (PyCFunction)ctx_set_rank, METH_VARARGS,
      "set_rank(rank, world_size)"},
+    {"_set_coords", (PyCFunction)ctx_set_coords, METH_VARARGS,
+     "_set_coords(text): rngsnap_set_coords (use set_coords(**coords))"},
+    {"_coords", (PyCFunction)ctx_get_coords, METH_NOARGS,
+     "_coords() -> the canonical coordinates text, \"\" when none"},
     {"_save_ranks", (PyCFunction)(void (*)(void))rsp_save_ranks,
      METH_VARARGS,
      "_save_ranks(dir, comm, rank, size, replace): see save_ranks."},

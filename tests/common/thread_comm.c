@@ -1,9 +1,11 @@
 /*
  * thread_comm.c - the in-process communicator of thread_comm.h.
  *
- * Collectives without a shared buffer: each rank publishes a pointer to
- * its bytes, all meet at a barrier, each copies what it needs, and all
- * meet again before anyone may reuse (or free) its bytes.
+ * The broadcast without a shared buffer: the root publishes a pointer to
+ * its bytes, all meet at a barrier, each copies, and all meet again
+ * before the root may reuse (or free) them.  Point-to-point messages go
+ * through a mailbox per rank: send copies into the receiver's list,
+ * recv takes the first message from the rank asked for (or any).
  */
 #include "thread_comm.h"
 
@@ -11,10 +13,24 @@
 #include <stdlib.h>
 #include <string.h>
 
+typedef struct message {
+    struct message *next;
+    int from;
+    size_t len;
+    unsigned char data[];
+} message;
+
+typedef struct mailbox {
+    pthread_mutex_t mu;
+    pthread_cond_t arrived;
+    message *head, *tail;
+} mailbox;
+
 typedef struct shared {
     int n;
     pthread_barrier_t bar;
-    const void **slot; /* slot[r]: rank r's bytes for this call */
+    const void **slot; /* slot[root]: the root's bytes for a broadcast */
+    mailbox *boxes;    /* boxes[r]: messages sent to rank r            */
     thread_comm_body body;
     void *arg;
     int fail_call, fail_rc;
@@ -23,10 +39,11 @@ typedef struct shared {
 typedef struct rank_ctx {
     shared *sh;
     int rank, calls, result;
+    int *node; /* this rank's node: the ranks of its group */
     rngsnap_comm comm;
 } rank_ctx;
 
-static int fail_call = -1, fail_rc;
+static int fail_call = -1, fail_rc, ranks_per_node;
 
 void thread_comm_fail(int call, int rc)
 {
@@ -34,23 +51,14 @@ void thread_comm_fail(int call, int rc)
     fail_rc = rc;
 }
 
+void thread_comm_nodes(int per_node)
+{
+    ranks_per_node = per_node;
+}
+
 static int injected(rank_ctx *r)
 {
     return r->calls++ == r->sh->fail_call;
-}
-
-static int tc_allgather(void *user, const void *send, void *recv, size_t len)
-{
-    rank_ctx *r = user;
-    shared *sh = r->sh;
-    if (injected(r))
-        return sh->fail_rc;
-    sh->slot[r->rank] = send;
-    pthread_barrier_wait(&sh->bar);
-    for (int k = 0; k < sh->n; k++)
-        memcpy((char *)recv + (size_t)k * len, sh->slot[k], len);
-    pthread_barrier_wait(&sh->bar);
-    return 0;
 }
 
 static int tc_broadcast(void *user, void *buf, size_t len, int root)
@@ -66,6 +74,87 @@ static int tc_broadcast(void *user, void *buf, size_t len, int root)
         memcpy(buf, sh->slot[root], len);
     pthread_barrier_wait(&sh->bar);
     return 0;
+}
+
+static int tc_send(void *user, const void *buf, size_t len, int dest)
+{
+    rank_ctx *r = user;
+    if (dest < 0 || dest >= r->sh->n)
+        return 1;
+    message *m = malloc(sizeof *m + len);
+    if (!m)
+        return 1;
+    m->next = NULL;
+    m->from = r->rank;
+    m->len = len;
+    memcpy(m->data, buf, len);
+    mailbox *b = &r->sh->boxes[dest];
+    pthread_mutex_lock(&b->mu);
+    if (b->tail)
+        b->tail->next = m;
+    else
+        b->head = m;
+    b->tail = m;
+    pthread_cond_broadcast(&b->arrived);
+    pthread_mutex_unlock(&b->mu);
+    return 0;
+}
+
+/* The first message from src (any rank: -1), waiting for one; a message
+ * of another length than len is an error, as MPI's truncation is. */
+static int tc_recv(void *user, void *buf, size_t len, int src, int *from)
+{
+    rank_ctx *r = user;
+    mailbox *b = &r->sh->boxes[r->rank];
+    pthread_mutex_lock(&b->mu);
+    for (;;) {
+        message *prev = NULL, *m = b->head;
+        while (m && src >= 0 && m->from != src) {
+            prev = m;
+            m = m->next;
+        }
+        if (m) {
+            if (prev)
+                prev->next = m->next;
+            else
+                b->head = m->next;
+            if (b->tail == m)
+                b->tail = prev;
+            pthread_mutex_unlock(&b->mu);
+            int bad = m->len != len;
+            if (!bad)
+                memcpy(buf, m->data, len);
+            *from = m->from;
+            free(m);
+            return bad;
+        }
+        pthread_cond_wait(&b->arrived, &b->mu);
+    }
+}
+
+static void free_boxes(shared *sh)
+{
+    for (int k = 0; sh->boxes && k < sh->n; k++) {
+        for (message *m = sh->boxes[k].head, *next; m; m = next) {
+            next = m->next;
+            free(m);
+        }
+        pthread_mutex_destroy(&sh->boxes[k].mu);
+        pthread_cond_destroy(&sh->boxes[k].arrived);
+    }
+    free(sh->boxes);
+}
+
+/* Rank k's node: groups of per consecutive ranks (0: all ranks). */
+static int *make_node(int k, int n, int per, int *size)
+{
+    int first = per > 0 ? k - k % per : 0;
+    int count = per > 0 && n - first > per ? per : n - first;
+    int *node = malloc((size_t)count * sizeof *node);
+    for (int i = 0; node && i < count; i++)
+        node[i] = first + i;
+    *size = count;
+    return node;
 }
 
 static void *run_one(void *p)
@@ -85,21 +174,33 @@ int thread_comm_run(int nranks, thread_comm_body body, void *arg)
     rank_ctx *rs = calloc((size_t)nranks, sizeof *rs);
     pthread_t *th = calloc((size_t)nranks, sizeof *th);
     sh.slot = calloc((size_t)nranks, sizeof *sh.slot);
-    if (!rs || !th || !sh.slot
+    sh.boxes = calloc((size_t)nranks, sizeof *sh.boxes);
+    if (!rs || !th || !sh.slot || !sh.boxes
         || pthread_barrier_init(&sh.bar, NULL, (unsigned)nranks) != 0) {
         free(rs);
         free(th);
         free(sh.slot);
+        free(sh.boxes);
         return -1;
+    }
+    for (int k = 0; k < nranks; k++) {
+        pthread_mutex_init(&sh.boxes[k].mu, NULL);
+        pthread_cond_init(&sh.boxes[k].arrived, NULL);
     }
     int started = 0, rc = 0;
     for (int k = 0; k < nranks; k++) {
+        int size = 0;
         rs[k].sh = &sh;
         rs[k].rank = k;
+        rs[k].node = make_node(k, nranks, ranks_per_node, &size);
+        if (!rs[k].node)
+            abort(); /* a broken test machine */
         rs[k].comm = (rngsnap_comm){.rank = k, .size = nranks,
                                     .user = &rs[k],
-                                    .allgather = tc_allgather,
-                                    .broadcast = tc_broadcast};
+                                    .broadcast = tc_broadcast,
+                                    .send = tc_send, .recv = tc_recv,
+                                    .node_size = size,
+                                    .node_ranks = rs[k].node};
     }
     for (; started < nranks; started++)
         if (pthread_create(&th[started], NULL, run_one, &rs[started]) != 0)
@@ -113,6 +214,9 @@ int thread_comm_run(int nranks, thread_comm_body body, void *arg)
     for (int k = 0; k < nranks && !rc; k++)
         rc = rs[k].result;
     pthread_barrier_destroy(&sh.bar);
+    free_boxes(&sh);
+    for (int k = 0; k < nranks; k++)
+        free(rs[k].node);
     free(rs);
     free(th);
     free(sh.slot);

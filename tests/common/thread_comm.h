@@ -17,11 +17,14 @@ typedef int (*thread_comm_body)(int rank, const rngsnap_comm *c, void *arg);
  * the threads could not be started. */
 int thread_comm_run(int nranks, thread_comm_body body, void *arg);
 
-/* Test hook: collective call number `call` (0-based, counted per rank
- * over allgather and broadcast together; ranks make the same calls in
- * the same order) returns rc on EVERY rank instead of communicating, so
- * that no rank waits for one that gave up.  Applies to the next
- * thread_comm_run only; call -1 clears it. */
+/* Test hook: broadcast number `call` (0-based, counted per rank; every
+ * rank makes the same broadcasts in the same order) returns rc on EVERY
+ * rank instead of communicating, so that no rank waits for one that gave
+ * up.  Applies to the next thread_comm_run only; call -1 clears it. */
 void thread_comm_fail(int call, int rc);
+
+/* The node layout of later runs: groups of per_node consecutive ranks
+ * (the last may be smaller); 0 (the default): every rank on one node. */
+void thread_comm_nodes(int per_node);
 
 #endif

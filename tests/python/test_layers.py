@@ -46,6 +46,8 @@ MODULES = {
     "rngsnap._context": "context",
     "rngsnap._context.config": "context",
     "rngsnap._context.comm": "context",
+    "rngsnap._context.nodes": "context",
+    "rngsnap._context.coords": "context",
     "rngsnap._context.order": "context",
     "rngsnap._context.reseed": "context",
     "rngsnap._context.mt_chain": "context",

@@ -266,7 +266,7 @@ def _save_two_ranks(d):
                 c._save_ranks(d, comm.rank(r), r, 2, False)
         except Exception as e:  # reported by the test below
             errors.append(e)
-            comm.barrier.abort()
+            comm.abort()
     threads = [threading.Thread(target=rank, args=(r,)) for r in range(2)]
     for t in threads:
         t.start()

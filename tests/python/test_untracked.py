@@ -354,7 +354,7 @@ def test_collective_save_refusal(tmp_path, monkeypatch, method):
 
     def ranks_flagged(flag, group):
         asked.append((flag, group))
-        return [1]  # another rank found one
+        return _comm.Flagged(1, 1)  # another rank found one
     monkeypatch.setattr(_comm, "ranks_flagged", ranks_flagged)
     with rngsnap.Context(untracked="error") as c:
         c.seed_all(1)

@@ -1198,7 +1198,7 @@ static void hand_manifest(mb *m, int kind)
     m->n = 0;
     memcpy(m->b, "RSNPMAN", 8);
     m->n = 8;
-    put(m, kind == 3 ? 2 : 1, 4);
+    put(m, kind == 3 ? 3 : 1, 4);
     put(m, (uint32_t)world, 4);
     put(m, 1700000000, 8);
     memcpy(m->b + m->n, hand_id, 16);
@@ -1240,7 +1240,7 @@ static void test_manifest_fields(void **state)
         "",
         "world size 0 outside 1..1048576",
         "world size 1048577 outside",
-        "manifest format version 2",
+        "manifest format version 3, this library reads 1 and 2",
         "70000 app states, at most 65536",
         "rank 1's file is not named rank-00001." HAND_HEX ".rngsnap",
         "rank 1's file is not named",

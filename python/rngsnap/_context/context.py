@@ -12,6 +12,7 @@ import os
 from . import comm, generators, hooks, order, reseed, seeding, stateful
 from .comm import TorchComm
 from .config import ORIGINS, find_config
+from .coords import parse as parse_coords, text as coords_text
 from .tag import Tagged, load as load_tagged
 from .untracked import Watch, check_mode
 from .. import _rngsnap
@@ -95,21 +96,46 @@ class Context(_rngsnap.Context):
         another rank's state); CorruptError when it is not such a dict."""
         stateful.load(self, state)
 
-    def save_ranks(self, dir, group=None, replace=False):
+    def save_ranks(self, dir, group=None, replace=False,
+                   per_rank_files=False):
         """Collective over torch.distributed (every rank of group calls
-        it): write this rank's file into folder dir, then rank 0 commits
-        the manifest.  The context's rank and world size must be the
-        group's (RANK/WORLD_SIZE as torchrun sets them, or set_rank)."""
-        link = TorchComm(group)
-        self._save_ranks(dir, link, link.rank, link.size, replace)
+        it): each rank sends its checkpoint to its node's leader, which
+        writes one file for the node into folder dir, then rank 0 commits
+        the manifest.  per_rank_files=True: one file per rank instead.
+        The context's rank and world size must be the group's
+        (RANK/WORLD_SIZE as torchrun sets them, or set_rank).  A node is
+        LOCAL_RANK/LOCAL_WORLD_SIZE's, else a host's (docs/python.md,
+        "Multi-rank folders: nodes")."""
+        link = TorchComm(group, "ctx.save_ranks()")
+        self._save_ranks(dir, link, link.rank, link.size, replace,
+                         per_rank_files)
 
     def load_ranks(self, dir, group=None, fork=False):
         """Collective: restore every rank from folder dir, all or nothing
         on every rank.  fork=True accepts a folder saved by another world
-        size (a deterministic fork, docs/user-guide.md)."""
-        link = TorchComm(group)
+        size (a deterministic fork, docs/user-guide.md).  Without fork,
+        each rank's coordinates (set_coords) must be those its rank saved
+        (MismatchError naming both otherwise)."""
+        link = TorchComm(group, "ctx.load_ranks()")
         with _first_run(self, dir):
             self._load_ranks(dir, link, link.rank, link.size, fork)
+
+    def set_coords(self, **coords):
+        """This rank's parallel coordinates, e.g. set_coords(dp=3, tp=1,
+        pp=0, ep=2): up to 16 names of 1..15 characters [a-z0-9_]
+        starting with a letter, each an int in 0 .. 2**31 - 1.  save_ranks
+        records them for this rank and an exact load_ranks refuses
+        (MismatchError) a rank whose coordinates differ from its saved
+        rank's.  No arguments: clear them.  TypeError for a value that is
+        not an int (bool included); InvalidError for a bad name, a
+        negative or too large value, more than 16."""
+        self._set_coords(coords_text(coords))
+
+    @property
+    def coords(self):
+        """The coordinates set_coords set, sorted by name, read-only
+        ({} when none)."""
+        return parse_coords(self._coords())
 
     # ---- generators the job owns, and the checks of every save and load
     # (docs/python.md: "register_generator", "Untracked generators";

@@ -76,11 +76,8 @@ def check_order(groups, method, args, kw):
         for names, since, what in groups:
             ranks = comm.ranks_flagged(bool(names), group)
             if ranks:
-                elsewhere.append("rank%s %s drew from %s between %s and "
-                                 "load_ranks()" % (
-                                     "s" if len(ranks) > 1 else "",
-                                     ", ".join(map(str, ranks)), what,
-                                     since))
+                elsewhere.append("%s drew from %s between %s and "
+                                 "load_ranks()" % (ranks, what, since))
         if elsewhere and not drawn:
             raise error(OrderError, (
                 "load_ranks refused on every rank, nothing restored: %s")

@@ -466,12 +466,12 @@ def _collective(method, args, kw):
 
 
 def _together(restored, flag, method, args, kw):
-    """Ranks whose flag is set, asked of every rank of a collective call
-    (every rank refuses together, or the others wait for ever); None for
-    a call of one rank.  Asked only once this resumed context has loaded:
-    the ranks of a job load together (load_ranks, or each its
-    load_state_dict before any collective save), so all ask or none does,
-    and no other save or load pays a collective."""
+    """Ranks whose flag is set (a comm.Flagged), asked of every rank of
+    a collective call (every rank refuses together, or the others wait
+    for ever); None for a call of one rank.  Asked only once this resumed
+    context has loaded: the ranks of a job load together (load_ranks, or
+    each its load_state_dict before any collective save), so all ask or
+    none does, and no other save or load pays a collective."""
     group = _collective(method, args, kw)
     if group is False or restored.pid is None:
         return None
@@ -495,10 +495,9 @@ def check_save(restored, method, args, kw):
                 _fix(restored.load_call))))
     if ranks:
         raise error(OrderError, (
-            "ctx.%s() refused on every rank, nothing written: rank%s %s "
+            "ctx.%s() refused on every rank, nothing written: %s "
             "re-seeded a generator that %s restored. %s" % (
-                method, "s" if len(ranks) > 1 else "",
-                ", ".join(map(str, ranks)), restored.load_call,
+                method, ranks, restored.load_call,
                 _fix(restored.load_call))))
 
 
@@ -530,7 +529,6 @@ def check_reload(ctx, restored, method, args, kw):
             + tail % ("them" if many else "it"))
     if ranks:
         raise error(OrderError, (
-            "ctx.%s() refused on every rank, nothing restored: rank%s %s "
-            "drew since %s" % (method, "s" if len(ranks) > 1 else "",
-                               ", ".join(map(str, ranks)),
-                               restored.load_call)) + tail % "them")
+            "ctx.%s() refused on every rank, nothing restored: %s drew "
+            "since %s" % (method, ranks, restored.load_call))
+            + tail % "them")

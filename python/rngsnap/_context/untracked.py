@@ -449,14 +449,14 @@ class Watch:
     def before_save(self, method, collective=None):
         """Scan when due, else compare the process-wide generators with
         the previous save's; warn, or raise UntrackedGeneratorError under
-        "error" (which scans at every save).  collective(flag) -> ranks
-        that flagged (a collective save method: every rank refuses
-        together)."""
+        "error" (which scans at every save).  collective(flag) -> the
+        ranks that flagged, a comm.Flagged (a collective save method:
+        every rank refuses together)."""
         if self.mode == "ignore":
             return
         found = self.scan() if self.due() else self.quick()
         if self.mode == "error":
-            ranks = collective(bool(found)) if collective else []
+            ranks = collective(bool(found)) if collective else None
             if found:
                 raise error(UntrackedGeneratorError, (
                     "save refused, nothing written (untracked=\"error\"): "
@@ -464,9 +464,8 @@ class Watch:
             if ranks:
                 raise error(UntrackedGeneratorError, (
                     "%s refused on every rank, nothing written "
-                    "(untracked=\"error\"): rank%s %s found generators in "
-                    "no checkpoint") % (method, "s" if len(ranks) > 1 else "",
-                                        ", ".join(map(str, ranks))))
+                    "(untracked=\"error\"): %s found generators in no "
+                    "checkpoint") % (method, ranks))
         elif found:
             warnings.warn("rngsnap: " + report_text(found),
                           UntrackedGeneratorWarning,

@@ -35,7 +35,8 @@ BY_NAME = {c.__name__: c for c in (
 
 # The C codes of the classes raised here (rngsnap.h), for .code/.name
 # as the extension sets them on the errors it raises.
-_CODES = {CorruptError: (6, "RNGSNAP_E_CORRUPT"),
+_CODES = {ConfigError: (1, "RNGSNAP_E_CONFIG"),
+          CorruptError: (6, "RNGSNAP_E_CORRUPT"),
           MismatchError: (7, "RNGSNAP_E_MISMATCH"),
           OrderError: (8, "RNGSNAP_E_ORDER"),
           InvalidError: (9, "RNGSNAP_E_INVALID")}
