@@ -61,13 +61,11 @@ static void die(const char *what, rngsnap *ctx)
  * bytes out at its root and len bytes in at every other rank (what the
  * protocol asks for; MPI's tree forwards more on the inner ranks). */
 enum { C_SEND, C_SEND_MSGS, C_RECV, C_RECV_MSGS, C_BCAST_OUT, C_BCAST_IN,
-       C_BCAST_CALLS, C_GATHER_OUT, C_GATHER_IN, C_GATHER_CALLS,
-       C_IN, C_OUT, /* the rank's totals, summed at the report */
+       C_BCAST_CALLS, C_IN, C_OUT, /* the rank's totals, set at the report */
        C_COUNT };
 static const char *const counter_names[C_COUNT] = {
     "send_bytes", "send_msgs", "recv_bytes", "recv_msgs", "bcast_out_bytes",
-    "bcast_in_bytes", "bcast_calls", "allgather_out_bytes",
-    "allgather_in_bytes", "allgather_calls", "in_bytes", "out_bytes"};
+    "bcast_in_bytes", "bcast_calls", "in_bytes", "out_bytes"};
 
 typedef struct counting {
     MPI_Comm comm;
@@ -111,20 +109,6 @@ static int c_recv(void *user, void *buf, size_t len, int src, int *from)
     return 0;
 }
 
-/* The transitional member (include/rngsnap.h): counted so that a core
- * still calling it shows its O(ranks) bytes to every rank. */
-static int c_allgather(void *user, const void *send, void *recv, size_t len)
-{
-    counting *u = user;
-    if (len > INT_MAX / (size_t)world)
-        return 1;
-    u->n[C_GATHER_CALLS]++;
-    u->n[C_GATHER_OUT] += len;
-    u->n[C_GATHER_IN] += len * (size_t)world;
-    return MPI_Allgather(send, (int)len, MPI_BYTE, recv, (int)len, MPI_BYTE,
-                         u->comm) != MPI_SUCCESS;
-}
-
 static counting cu;
 static rngsnap_comm comm;
 static int *node_ranks;
@@ -153,7 +137,6 @@ static void comm_fill(void)
     comm.broadcast = c_broadcast;
     comm.send = c_send;
     comm.recv = c_recv;
-    comm.allgather = c_allgather;
     comm.node_size = node_size;
     comm.node_ranks = node_ranks;
 }
@@ -167,8 +150,8 @@ static void report_counts(const char *op)
     uint64_t *all = NULL;
     if (rank == 0 && !(all = malloc(sizeof *all * C_COUNT * (size_t)world)))
         die("out of memory", NULL);
-    cu.n[C_IN] = cu.n[C_RECV] + cu.n[C_BCAST_IN] + cu.n[C_GATHER_IN];
-    cu.n[C_OUT] = cu.n[C_SEND] + cu.n[C_BCAST_OUT] + cu.n[C_GATHER_OUT];
+    cu.n[C_IN] = cu.n[C_RECV] + cu.n[C_BCAST_IN];
+    cu.n[C_OUT] = cu.n[C_SEND] + cu.n[C_BCAST_OUT];
     MPI_Gather(cu.n, C_COUNT, MPI_UINT64_T, all, C_COUNT, MPI_UINT64_T, 0,
                MPI_COMM_WORLD);
     if (rank != 0)

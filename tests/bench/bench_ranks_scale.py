@@ -104,6 +104,9 @@ def parse_traces(prefix, folder, ranks):
                 if m:
                     op, rank = (m.group(1), int(m.group(3))) \
                         if m.group(2) == "begin" else (None, None)
+                    if op:  # a rank may make no call at all (a node's
+                        # non-leader during a save)
+                        per_rank[op].setdefault(rank, dict.fromkeys(KINDS, 0))
                     continue
                 if op is None:
                     continue
@@ -111,8 +114,7 @@ def parse_traces(prefix, folder, ranks):
                 kind = classify(name, line, folder)
                 if kind is None:
                     continue
-                counts = per_rank[op].setdefault(rank, dict.fromkeys(KINDS, 0))
-                counts[kind] += 1
+                per_rank[op][rank][kind] += 1
                 calls[op][name] = calls[op].get(name, 0) + 1
     out = {}
     for op in OPS:
@@ -232,20 +234,19 @@ def print_tables(rows, out):
       "broadcast counts once out at its root and once in at every other "
       "rank; in = received, out = sent); max other = the largest of any "
       "rank but 0\n")
-    w("%6s %-6s %-10s %10s %8s %10s %12s %12s %12s %6s %10s\n" % (
+    w("%6s %-6s %-10s %10s %8s %10s %12s %12s %12s %6s\n" % (
         "ranks", "layout", "op", "r0 in", "r0 msgs", "r0 out", "max in oth",
-        "max out oth", "all ranks", "bcasts", "allgather"))
+        "max out oth", "all ranks", "bcasts"))
     for r in rows:
         t = r["timed"]
         for op in OPS:
             def g(name, who):
                 return t["%s_%s_%s" % (op, name, who)]
-            w("%6d %-6s %-10s %10d %8d %10d %12d %12d %12d %6d %10d\n" % (
+            w("%6d %-6s %-10s %10d %8d %10d %12d %12d %12d %6d\n" % (
                 r["ranks"], r["layout"], op, g("in_bytes", "r0"),
                 g("recv_msgs", "r0"), g("out_bytes", "r0"),
                 g("in_bytes", "maxother"), g("out_bytes", "maxother"),
-                g("in_bytes", "sum"), g("bcast_calls", "r0"),
-                g("allgather_in_bytes", "sum")))
+                g("in_bytes", "sum"), g("bcast_calls", "r0")))
 
 
 def main():
