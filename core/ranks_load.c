@@ -21,6 +21,7 @@
 
 #include "context.h"
 #include "internal.h"
+#include "lock.h"
 #include "manifest.h"
 #include "ranks_folder.h"
 #include "ranks_int.h"
@@ -358,8 +359,8 @@ static int exchange_records(rs_job *j, const struct rngsnap_manifest *m,
 /* Read one image and check it against its record.  A missing file is
  * RNGSNAP_E_IO, a damaged, truncated or grown one RNGSNAP_E_CORRUPT;
  * the message names the file, the rank and what this load is (how). */
-static int read_image(rs_job *j, const image_ref *ref, const char *how,
-                      char **path, uint8_t **buf)
+static int read_image(rs_job *j, const image_ref *ref, const char *id_hex,
+                      const char *how, char **path, uint8_t **buf)
 {
     char err[RS_ERRMSG_MAX];
     *buf = NULL;
@@ -368,12 +369,21 @@ static int read_image(rs_job *j, const image_ref *ref, const char *how,
                         j->op, j->dir);
     int rc = rs_store_read_range(*path, ref->offset, (size_t)ref->len,
                                  ref->file_size, buf, err, sizeof err);
-    if (!rc && XXH3_64bits(*buf, (size_t)ref->len) != ref->sum) {
+    uint64_t sum = rc ? 0 : XXH3_64bits(*buf, (size_t)ref->len);
+    if (!rc && sum != ref->sum) {
+        char what[96];
+        if (ref->offset == 0 && ref->len == ref->file_size)
+            snprintf(what, sizeof what, "rank %d's file", ref->rank);
+        else
+            snprintf(what, sizeof what, "rank %d's image, %llu bytes at "
+                     "offset %llu", ref->rank, (unsigned long long)ref->len,
+                     (unsigned long long)ref->offset);
         rc = RNGSNAP_E_CORRUPT;
-        snprintf(err, sizeof err, "%s: rank %d's image (%llu bytes at "
-                 "offset %llu) does not match the manifest's checksum",
-                 *path, ref->rank, (unsigned long long)ref->len,
-                 (unsigned long long)ref->offset);
+        snprintf(err, sizeof err, "%s (%s): XXH3-64 0x%016llx, the manifest "
+                 "of checkpoint %s records 0x%016llx (damaged, swapped, or "
+                 "another checkpoint's file)", *path, what,
+                 (unsigned long long)sum, id_hex,
+                 (unsigned long long)ref->sum);
     }
     if (rc) {
         free(*buf);
@@ -435,8 +445,9 @@ static int fork_plan(rs_job *j, const summary *s, const uint8_t *apps,
 
 /* This rank's share (a fork) and the image it restores from, read and
  * checked; the latter kept in *buf for the plan. */
-static int read_images(rs_job *j, const rs_block *rec, const char *how,
-                       image_ref *src, char **path, uint8_t **buf)
+static int read_images(rs_job *j, const rs_block *rec, const char *id_hex,
+                       const char *how, image_ref *src, char **path,
+                       uint8_t **buf)
 {
     rs_rbuf r = {rec->data, rec->data + rec->len, 0};
     get_ref(&r, src);
@@ -452,13 +463,13 @@ static int read_images(rs_job *j, const rs_block *rec, const char *how,
         if (r.bad)
             return rs_error(j->ctx, RNGSNAP_E_BACKEND, "%s %s: malformed "
                             "record", j->op, j->dir);
-        int rc = read_image(j, &ref, how, &p, &b);
+        int rc = read_image(j, &ref, id_hex, how, &p, &b);
         free(p);
         free(b);
         if (rc)
             return rc;
     }
-    return read_image(j, src, how, path, buf);
+    return read_image(j, src, id_hex, how, path, buf);
 }
 
 /* ---- the protocol --------------------------------------------------------- */
@@ -513,23 +524,34 @@ int rs_ranks_load(rs_job *j, unsigned flags)
     if ((rc = exchange_records(j, m, (int)s.fork, &rec)) != 0)
         goto out;
 
-    /* Step 3: every rank checks its images, then matches the one it
-     * restores from (its own; saved rank 0's in a fork) against its
-     * registry. */
-    char how[96] = "";
+    /* Step 3: every rank checks its images: a damaged or incomplete
+     * folder is refused as such, whatever else is wrong, before anything
+     * is matched; then each matches the image it restores from (its own;
+     * saved rank 0's in a fork) against its registry. */
+    char how[96] = "", hex[2 * RS_MAN_ID_SIZE + 1];
     if (s.fork)
         snprintf(how, sizeof how, "fork of %d ranks onto %d: ",
                  (int)s.world, n->size);
+    rs_man_hex(s.id, hex);
     image_ref src;
-    rc = read_images(j, &rec, how, &src, &fpath, &fbuf);
-    if (!rc && s.fork) {
+    memset(&src, 0, sizeof src);
+    rc = read_images(j, &rec, hex, how, &src, &fpath, &fbuf);
+    if ((rc = rs_net_agree(n, rc, NULL, 0)) != 0)
+        goto out;
+    if (s.fork) {
         seeds = malloc((ctx->nstreams + 1) * sizeof *seeds);
         rc = seeds ? fork_plan(j, &s, applist, seeds)
                    : rs_error(ctx, RNGSNAP_E_NOMEM, "%s %s: out of memory",
                               j->op, j->dir);
     }
-    snprintf(label, sizeof label, "%s (rank %d's image)",
-             fpath ? fpath : j->dir, src.rank);
+    /* A rank's own file is named as any checkpoint file; an image in a
+     * node's file by its place. */
+    if (src.offset == 0 && src.len == src.file_size)
+        snprintf(label, sizeof label, "%s", fpath ? fpath : j->dir);
+    else
+        snprintf(label, sizeof label, "%s (rank %d's image at offset %llu)",
+                 fpath ? fpath : j->dir, src.rank,
+                 (unsigned long long)src.offset);
     if (!rc)
         rc = rs_load_prepare(ctx, label, fbuf, (size_t)src.len, seeds,
                              s.world, &plan);

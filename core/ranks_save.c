@@ -358,8 +358,10 @@ int rs_ranks_save(rs_job *j, unsigned flags)
     free(mine.p);
     if (x)
         return x;
-    if (n->leader == n->rank)
-        rc = write_node(j, flags, id, blocks, &path, &written, &table);
+    if (n->leader == n->rank) { /* its own image's failure comes first */
+        int wrc = write_node(j, flags, id, blocks, &path, &written, &table);
+        rc = rc ? rc : wrc;
+    }
     rs_blocks_free(blocks, (size_t)n->node_size);
     rc = rs_net_agree(n, rc, NULL, 0);
 

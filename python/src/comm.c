@@ -13,9 +13,6 @@
  *   send(data, dest)         data to rank dest
  *   recv(nbytes, src)        -> (data, sender): nbytes from rank src, or
  *                            from any rank when src is None
- *   allgather(data)          -> every rank's bytes in rank order
- *                            (transitional: until the core's node
- *                            protocol stops calling it)
  *
  * The C call runs without the GIL; each call into comm takes it back.
  * An exception in one makes it return nonzero (the C call then fails
@@ -61,17 +58,6 @@ static int comm_done(rsp_comm_user *u, PyGILState_STATE g, PyObject *r,
     Py_XDECREF(r);
     PyGILState_Release(g);
     return rc;
-}
-
-static int comm_allgather(void *user, const void *send, void *recv,
-                          size_t len)
-{
-    rsp_comm_user *u = user;
-    PyGILState_STATE g = PyGILState_Ensure();
-    PyObject *r = PyObject_CallMethod(u->comm, "allgather", "y#",
-                                      (const char *)send, (Py_ssize_t)len);
-    int rc = !r || take_bytes("allgather", r, recv, (size_t)u->size * len);
-    return comm_done(u, g, r, rc);
 }
 
 static int comm_broadcast(void *user, void *buf, size_t len, int root)
@@ -180,7 +166,6 @@ static PyObject *ranks_call(rsp_context *c, PyObject *args, int save)
     }
     rsp_comm_user u = {c, comm, size};
     rngsnap_comm cm = {.rank = rank, .size = size, .user = &u,
-                       .allgather = comm_allgather,
                        .broadcast = comm_broadcast,
                        .send = comm_send, .recv = comm_recv,
                        .node_size = nnode, .node_ranks = node};

@@ -1,8 +1,9 @@
 /*
  * chunk_check.c - librngsnap_mpi's splitting of long buffers (MPI counts
  * are int): the adapter's source built with pieces of 3 bytes, its
- * allgather and broadcast checked byte for byte on every rank for lengths
- * 0..40, then a save and load through it compared position for position.
+ * send/receive (from a given rank and from any) and broadcast checked
+ * byte for byte on every rank for lengths 0..40, then a save and load
+ * through it compared position for position.
  */
 #define RNGSNAP_MPI_CHUNK_MAX 3
 #include "../../mpi/rngsnap_mpi.c"
@@ -22,21 +23,29 @@ int main(int argc, char **argv)
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &world);
-    mpi_user u = {MPI_COMM_WORLD};
-    unsigned char send[40], recv[40 * 16], buf[40];
-    for (size_t len = 0; len <= 40 && world <= 16; len++) {
+    mpi_user u = {MPI_COMM_WORLD, MPI_COMM_NULL, NULL};
+    unsigned char send[40], recv[41], buf[40];
+    int next = (rank + 1) % world, prev = (rank + world - 1) % world;
+    for (size_t len = 0; len <= 40; len++) {
+        /* a ring: each rank sends to the next, receives from the one
+         * before it, by its rank for even lengths and from any for odd */
         for (size_t i = 0; i < len; i++)
             send[i] = byte_of(rank, i, len);
         memset(recv, 0xee, sizeof recv);
-        if (mpi_allgather(&u, send, recv, len))
-            bad = fprintf(stderr, "rank %d: allgather len %zu failed\n", rank, len);
-        for (int r = 0; r < world; r++)
-            for (size_t i = 0; i < len; i++)
-                if (recv[(size_t)r * len + i] != byte_of(r, i, len))
-                    bad = fprintf(stderr, "rank %d: allgather len %zu: byte %zu "
-                                  "of rank %d wrong\n", rank, len, i, r);
-        if (recv[(size_t)world * len] != 0xee)
-            bad = fprintf(stderr, "rank %d: allgather len %zu wrote past the end\n",
+        int from = -1;
+        if (rank % 2 == 0 && mpi_send(&u, send, len, next))
+            bad = fprintf(stderr, "rank %d: send len %zu failed\n", rank, len);
+        if (mpi_recv(&u, recv, len, len % 2 ? -1 : prev, &from) || from != prev)
+            bad = fprintf(stderr, "rank %d: recv len %zu failed (from %d)\n",
+                          rank, len, from);
+        if (rank % 2 == 1 && mpi_send(&u, send, len, next))
+            bad = fprintf(stderr, "rank %d: send len %zu failed\n", rank, len);
+        for (size_t i = 0; i < len; i++)
+            if (recv[i] != byte_of(prev, i, len))
+                bad = fprintf(stderr, "rank %d: recv len %zu: byte %zu wrong\n",
+                              rank, len, i);
+        if (recv[len] != 0xee)
+            bad = fprintf(stderr, "rank %d: recv len %zu wrote past the end\n",
                           rank, len);
         int root = (int)(len % (size_t)world);
         for (size_t i = 0; i < len; i++)

@@ -65,7 +65,7 @@ static int body_save(int rank, const rngsnap_comm *c, void *arg)
     bad += register_apps(ctx, f, rank, &config, &progress, 0xc0);
     EXPECT_RC(rngsnap_seed_all(ctx, 61), 0, ctx);
     free(rk_draw(ctx, 5 + (size_t)rank));
-    EXPECT_RC(rngsnap_save_ranks(ctx, c, f->dir, 0), 0, ctx);
+    EXPECT_RC(rngsnap_save_ranks(ctx, c, f->dir, RNGSNAP_SAVE_PER_RANK_FILES), 0, ctx);
     rngsnap_close(ctx);
     return bad;
 }
@@ -242,10 +242,9 @@ static void test_fork_truncated_rank_file(void **state)
     folder *d = save4("fork-truncated", 0);
     rk_write(d->s.file, d->keep, d->len / 2);
     snprintf(d->why, sizeof d->why,
-             "%s (rank 3's file): %zu bytes, the manifest of checkpoint %s "
-             "records %zu (damaged, truncated, or another checkpoint's "
-             "file); nothing restored",
-             d->s.file, d->len / 2, d->s.id, d->len);
+             "%s: %zu bytes, the manifest records %zu (truncated, grown, "
+             "or another checkpoint's file); nothing restored",
+             d->s.file, d->len / 2, d->len);
     d->f.expect = RNGSNAP_E_CORRUPT;
     fork_onto_all(&d->f, d->why);
     folder_done(d);

@@ -5,7 +5,8 @@
  * of every rank, the same code and a message naming the first failing
  * rank on every rank, no live state changed by a refused load, the
  * previous checkpoint loadable after a failed save, a deterministic
- * fork onto another world size.
+ * fork onto another world size.  Saves here write one file per rank
+ * (RNGSNAP_SAVE_PER_RANK_FILES); test_nodes.c covers one file per node.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -28,6 +29,9 @@
 #include "remove_tree.h"
 
 #define NW 64      /* words drawn per stream to compare */
+/* These tests hold the file-per-rank layout (names, sizes and counts of
+ * rank files); test_nodes.c holds the node layout. */
+#define PER_RANK RNGSNAP_SAVE_PER_RANK_FILES
 #define MAXR 8
 
 /* What the ranks of one test share. */
@@ -133,7 +137,7 @@ static int body_save(int rank, const rngsnap_comm *c, void *arg)
     EXPECT_RC(rk_register(ctx, "config", &config), 0, ctx);
     EXPECT_RC(rngsnap_seed_all(ctx, w->seed), 0, ctx);
     free(rk_draw(ctx, 5 + (size_t)rank)); /* positions differ per rank */
-    EXPECT_RC(rngsnap_save_ranks(ctx, c, w->dir, w->flags), w->expect, ctx);
+    EXPECT_RC(rngsnap_save_ranks(ctx, c, w->dir, w->flags | PER_RANK), w->expect, ctx);
     if (w->msg)
         EXPECT_MSG(ctx, w->msg);
     if (!w->keep_words) {
@@ -288,7 +292,7 @@ static int body_resume_order(int rank, const rngsnap_comm *c, void *arg)
     if (!ctx)
         return 1;
     /* a resumed job saving before its load would overwrite it */
-    EXPECT_RC(rngsnap_save_ranks(ctx, c, w->dir, RNGSNAP_SAVE_REPLACE),
+    EXPECT_RC(rngsnap_save_ranks(ctx, c, w->dir, RNGSNAP_SAVE_REPLACE | PER_RANK),
               RNGSNAP_E_ORDER, ctx);
     EXPECT_MSG(ctx, "has not loaded a checkpoint yet (call "
                     "rngsnap_load_ranks first)");
@@ -455,11 +459,12 @@ static void test_comm_fails_after_commit(void **state)
     world w = {.ini = {mixed_ini}, .dir = dir, .seed = 25};
     assert_int_equal(thread_comm_run(2, body_save, &w), 0);
     manifest_id(dir, id1);
-    /* collectives: id (0), records (1), app hashes (2), commit (3) */
+    /* broadcasts: the id (0), node files written (1), the commit (2) */
     world f = {.ini = {mixed_ini}, .dir = dir, .seed = 26,
                .flags = RNGSNAP_SAVE_REPLACE, .expect = RNGSNAP_E_BACKEND,
-               .msg = "communicator allgather failed (returned 44)"};
-    thread_comm_fail(3, 44);
+               .msg = "communicator broadcast from rank 0 failed "
+                      "(returned 44)"};
+    thread_comm_fail(2, 44);
     assert_int_equal(thread_comm_run(2, body_save, &f), 0);
     manifest_id(dir, id2);
     assert_string_not_equal(id1, id2); /* the commit did happen */
@@ -477,22 +482,30 @@ static void test_comm_fails_after_commit(void **state)
 typedef struct hooked {
     const rngsnap_comm *inner;
     int calls;
-    world *other; /* saved by rank 0 at its third collective */
+    world *other; /* saved by rank 0 right after its second broadcast */
 } hooked;
 
-static int hooked_allgather(void *u, const void *s, void *r, size_t l)
-{
-    hooked *h = u;
-    if (h->calls++ == 2 && h->inner->rank == 0 && h->other)
-        (void)thread_comm_run(2, body_save, h->other);
-    return h->inner->allgather(h->inner->user, s, r, l);
-}
-
+/* Broadcast 1 ends the step in which every node's file is written:
+ * B's files are in the folder, B's manifest not yet. */
 static int hooked_broadcast(void *u, void *b, size_t l, int root)
 {
     hooked *h = u;
-    h->calls++;
-    return h->inner->broadcast(h->inner->user, b, l, root);
+    int x = h->inner->broadcast(h->inner->user, b, l, root);
+    if (h->calls++ == 1 && h->inner->rank == 0 && h->other)
+        (void)thread_comm_run(2, body_save, h->other);
+    return x;
+}
+
+static int hooked_send(void *u, const void *b, size_t l, int dest)
+{
+    hooked *h = u;
+    return h->inner->send(h->inner->user, b, l, dest);
+}
+
+static int hooked_recv(void *u, void *b, size_t l, int src, int *from)
+{
+    hooked *h = u;
+    return h->inner->recv(h->inner->user, b, l, src, from);
 }
 
 typedef struct two_jobs {
@@ -505,8 +518,9 @@ static int body_save_hooked(int rank, const rngsnap_comm *c, void *arg)
     hooked h = {c, 0, t->a};
     rngsnap_comm mine = *c;
     mine.user = &h;
-    mine.allgather = hooked_allgather;
     mine.broadcast = hooked_broadcast;
+    mine.send = hooked_send;
+    mine.recv = hooked_recv;
     return body_save(rank, &mine, t->b);
 }
 
@@ -916,7 +930,7 @@ static int body_chain(int rank, const rngsnap_comm *c, void *arg)
         EXPECT_RC(rngsnap_branch(ctx), 0, ctx);
     if (w->seed)
         EXPECT_RC(rngsnap_seed_all(ctx, w->seed), 0, ctx);
-    EXPECT_RC(rngsnap_save_ranks(ctx, c, w->msg, 0), 0, ctx);
+    EXPECT_RC(rngsnap_save_ranks(ctx, c, w->msg, PER_RANK), 0, ctx);
     rngsnap_close(ctx);
     return bad;
 }
@@ -1384,7 +1398,7 @@ static int body_comm(int rank, const rngsnap_comm *c, void *arg)
     if (!ctx)
         return 1;
     EXPECT_RC(rngsnap_seed_all(ctx, 3), 0, ctx);
-    EXPECT_RC(rngsnap_save_ranks(ctx, c, w->dir, 0), w->expect, ctx);
+    EXPECT_RC(rngsnap_save_ranks(ctx, c, w->dir, PER_RANK), w->expect, ctx);
     if (w->msg)
         EXPECT_MSG(ctx, w->msg);
     EXPECT_RC(rngsnap_load_ranks(ctx, c, w->dir, 0), w->expect, ctx);
@@ -1394,16 +1408,23 @@ static int body_comm(int rank, const rngsnap_comm *c, void *arg)
     return bad;
 }
 
-static int no_allgather(void *u, const void *s, void *r, size_t l)
+static int no_broadcast(void *u, void *b, size_t l, int root)
 {
-    (void)u, (void)s, (void)r, (void)l;
+    (void)u, (void)b, (void)l, (void)root;
     return 0;
 }
 
 static int collectives_called;
-static int counting_allgather(void *u, const void *s, void *r, size_t l)
+static int counting_send(void *u, const void *b, size_t l, int dest)
 {
-    (void)u, (void)s, (void)r, (void)l;
+    (void)u, (void)b, (void)l, (void)dest;
+    collectives_called++;
+    return 1;
+}
+
+static int counting_recv(void *u, void *b, size_t l, int src, int *from)
+{
+    (void)u, (void)b, (void)l, (void)src, (void)from;
     collectives_called++;
     return 1;
 }
@@ -1432,15 +1453,16 @@ static void test_comm_checks(void **state)
     world f = {.ini = {mixed_ini}, .dir = dir};
     thread_comm_fail(0, 42);
     f.expect = RNGSNAP_E_BACKEND;
-    f.msg = "communicator allgather failed (returned 42)";
+    f.msg = "communicator broadcast from rank 0 failed (returned 42)";
     assert_int_equal(thread_comm_run(2, body_refused, &f), 0);
-    thread_comm_fail(1, 43); /* the manifest's broadcast */
-    f.msg = "communicator broadcast failed (returned 43)";
+    thread_comm_fail(1, 43); /* the broadcast of rank 0's message */
+    f.msg = "communicator broadcast failed (returned 43) after rank 0 "
+            "failed with code 4";
     assert_int_equal(thread_comm_run(2, body_refused, &f), 0);
     /* no committed checkpoint in the folder */
     rngsnap *ctx = rk_open(mixed_ini, 0, 1, 0);
     assert_non_null(ctx);
-    rngsnap_comm bad = {.rank = 0, .size = 1, .allgather = no_allgather};
+    rngsnap_comm bad = {.rank = 0, .size = 1, .broadcast = no_broadcast};
     assert_int_equal(rngsnap_save_ranks(ctx, &bad, dir, 0),
                      RNGSNAP_E_INVALID);
     assert_int_equal(rngsnap_load_ranks(ctx, NULL, dir, 0),
@@ -1448,8 +1470,8 @@ static void test_comm_checks(void **state)
     /* more ranks than a manifest records: every rank refuses alike,
      * before any collective (and before sizing a step by them) */
     rngsnap_comm huge = {.rank = 0, .size = (1 << 20) + 1,
-                         .allgather = counting_allgather,
-                         .broadcast = counting_broadcast};
+                         .broadcast = counting_broadcast,
+                         .send = counting_send, .recv = counting_recv};
     collectives_called = 0;
     assert_int_equal(rngsnap_save_ranks(ctx, &huge, dir, 0),
                      RNGSNAP_E_INVALID);
