@@ -37,9 +37,11 @@ struct rngsnap_manifest {
 
 /* "rank-%05d.<id hex>.rngsnap" into out (RS_MAN_RANK_NAME_MAX bytes). */
 void rs_man_rank_file(int rank, const uint8_t id[RS_MAN_ID_SIZE], char *out);
-/* "node-%05d.<id hex>.rngsnap" (the node's index, 0 = rank 0's node)
- * into out (RS_MAN_RANK_NAME_MAX bytes). */
-void rs_man_node_file(int node, const uint8_t id[RS_MAN_ID_SIZE], char *out);
+/* "node-%05d.<id hex>.rngsnap" (the node's lowest rank, its leader: a
+ * leader names its file without knowing the other nodes) into out
+ * (RS_MAN_RANK_NAME_MAX bytes). */
+void rs_man_node_file(int first_rank, const uint8_t id[RS_MAN_ID_SIZE],
+                      char *out);
 /* 32 lowercase hex digits of id into out (33 bytes). */
 void rs_man_hex(const uint8_t id[RS_MAN_ID_SIZE], char *out);
 

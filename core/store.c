@@ -1,6 +1,6 @@
 /*
- * store.c - atomic whole-file write and bounded whole-file read of
- * checkpoints.
+ * store.c - atomic whole-file write and bounded whole-file or range
+ * read of checkpoints.
  *
  * Write: open the folder; remove the stale temporary files of this
  * target (below); a unique temporary file next to the target (so the
@@ -30,6 +30,10 @@
  * read() or EINTR means "read more" (NFS, FUSE and Lustre return short
  * reads), never the end of the file.  A load is 4 system calls: open,
  * fstat, read, close.
+ *
+ * Range read (one rank's image in a node's file): open, fstat (a regular
+ * file of exactly the size the manifest records), pread until the range
+ * is in, close; the rest of the file is never read.
  */
 #include "store.h"
 

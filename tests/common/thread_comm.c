@@ -39,11 +39,18 @@ typedef struct shared {
 typedef struct rank_ctx {
     shared *sh;
     int rank, calls, result;
+    size_t received; /* bytes this rank received (recv and broadcast) */
     int *node; /* this rank's node: the ranks of its group */
     rngsnap_comm comm;
 } rank_ctx;
 
 static int fail_call = -1, fail_rc, ranks_per_node;
+static size_t received[1024]; /* of the last run, per rank */
+
+size_t thread_comm_received(int rank)
+{
+    return rank >= 0 && rank < 1024 ? received[rank] : 0;
+}
 
 void thread_comm_fail(int call, int rc)
 {
@@ -70,8 +77,10 @@ static int tc_broadcast(void *user, void *buf, size_t len, int root)
     if (r->rank == root)
         sh->slot[root] = buf;
     pthread_barrier_wait(&sh->bar);
-    if (r->rank != root)
+    if (r->rank != root) {
         memcpy(buf, sh->slot[root], len);
+        r->received += len;
+    }
     pthread_barrier_wait(&sh->bar);
     return 0;
 }
@@ -124,6 +133,7 @@ static int tc_recv(void *user, void *buf, size_t len, int src, int *from)
             int bad = m->len != len;
             if (!bad)
                 memcpy(buf, m->data, len);
+            r->received += m->len;
             *from = m->from;
             free(m);
             return bad;
@@ -145,9 +155,19 @@ static void free_boxes(shared *sh)
     free(sh->boxes);
 }
 
-/* Rank k's node: groups of per consecutive ranks (0: all ranks). */
+/* Rank k's node: groups of per consecutive ranks (0: all ranks), or
+ * with per < 0 the ranks congruent to k modulo -per (round-robin, as
+ * MPI's --map-by node places them). */
 static int *make_node(int k, int n, int per, int *size)
 {
+    if (per < 0) {
+        int m = -per, count = 0;
+        int *node = malloc((size_t)n * sizeof *node);
+        for (int r = k % m; node && r < n; r += m)
+            node[count++] = r;
+        *size = count;
+        return node;
+    }
     int first = per > 0 ? k - k % per : 0;
     int count = per > 0 && n - first > per ? per : n - first;
     int *node = malloc((size_t)count * sizeof *node);
@@ -213,6 +233,8 @@ int thread_comm_run(int nranks, thread_comm_body body, void *arg)
         pthread_join(th[k], NULL);
     for (int k = 0; k < nranks && !rc; k++)
         rc = rs[k].result;
+    for (int k = 0; k < nranks; k++)
+        received[k] = rs[k].received;
     pthread_barrier_destroy(&sh.bar);
     free_boxes(&sh);
     for (int k = 0; k < nranks; k++)

@@ -9,7 +9,11 @@ communicator, rngsnap_save_ranks), which prints every rank's stream
 positions and app states: inspect's output is compared with them field by
 field.  Damage is done byte by byte here; a forged manifest (valid
 checksum, wrong contents) is built with libxxhash through ctypes, as
-docs/format.md describes the manifest.
+docs/format.md describes the manifest (versions 1 and 2).  A node-layout
+folder (node-NNNNN files, images end to end) is built here from a saved
+folder's images with a version-2 manifest written from docs/format.md,
+and tests/data/v1-folder (written by the pre-node build) is read as it
+is.
 """
 import ctypes
 import ctypes.util
@@ -24,6 +28,7 @@ import tempfile
 
 GROUP, RNGSNAP, MAKE = sys.argv[1], sys.argv[2], sys.argv[3]
 BUILD = os.environ["RNGSNAP_BUILD_ROOT"]
+V1 = os.path.join(os.environ["RNGSNAP_SOURCE_ROOT"], "tests", "data", "v1-folder")
 INI = os.path.join(BUILD, "config", "rng.ini")
 failures = []
 RANK_OK = re.compile(r"^  rank \d+: \S+ ok \(", re.M)   # verify's rank lines
@@ -85,6 +90,10 @@ def rank_files(d):
     return sorted(n for n in os.listdir(d) if n.startswith("rank-"))
 
 
+def failed_lines(out):
+    return [l for l in out.splitlines() if "FAILED" in l]
+
+
 def flip(path, at):
     data = bytearray(open(path, "rb").read())
     data[at] ^= 0x01
@@ -101,34 +110,90 @@ def xxh3(data):
 
 
 def read_manifest(d):
+    """The MANIFEST as a dict (docs/format.md, versions 1 and 2)."""
     b = open(os.path.join(d, "MANIFEST"), "rb").read()
-    world, created = struct.unpack_from("<Iq", b, 12)
+    version, world, created = struct.unpack_from("<IIq", b, 8)
+    m = {"version": version, "world": world, "created": created,
+         "id": b[24:40], "forked": b[40:56], "flags": 0, "emulated": 0,
+         "files": [], "ranks": [], "apps": []}
     napps, = struct.unpack_from("<I", b, 56)
-    pos, ranks, apps = 60, [], []
-    for _ in range(world):
+
+    def name(pos):
         n, = struct.unpack_from("<H", b, pos)
-        name = b[pos + 2:pos + 2 + n].decode()
-        size, csum = struct.unpack_from("<QQ", b, pos + 2 + n)
-        ranks.append([name, size, csum])
-        pos += 18 + n
+        return b[pos + 2:pos + 2 + n].decode(), pos + 2 + n
+
+    if version == 1:
+        pos = 60
+        for r in range(world):
+            nm, pos = name(pos)
+            size, csum = struct.unpack_from("<QQ", b, pos)
+            pos += 16
+            m["files"].append([nm, r, 1, size, csum])
+            m["ranks"].append([r, 0, size, csum, ""])
+    else:
+        nfiles, m["flags"], m["emulated"] = struct.unpack_from("<III", b, 60)
+        pos = 72
+        for _ in range(nfiles):
+            nm, pos = name(pos)
+            m["files"].append([nm, *struct.unpack_from("<iIQQ", b, pos)])
+            pos += 24
+        for _ in range(world):
+            fi, off, ln, csum, cl = struct.unpack_from("<IQQQH", b, pos)
+            m["ranks"].append([fi, off, ln, csum, b[pos + 30:pos + 30 + cl].decode()])
+            pos += 30 + cl
     for _ in range(napps):
-        n, = struct.unpack_from("<H", b, pos)
-        name = b[pos + 2:pos + 2 + n].decode()
-        csum, = struct.unpack_from("<Q", b, pos + 2 + n)
-        apps.append([name, csum, b[pos + 10 + n]])
-        pos += 11 + n
+        nm, pos = name(pos)
+        csum, = struct.unpack_from("<Q", b, pos)
+        m["apps"].append([nm, csum, b[pos + 8]])
+        pos += 9
     assert pos + 8 == len(b), "manifest layout"
-    return b[:60], ranks, apps
+    return m
 
 
-def write_manifest(d, head, ranks, apps):
-    b = bytearray(head)
-    for name, size, csum in ranks:
-        b += struct.pack("<H", len(name)) + name.encode() + struct.pack("<QQ", size, csum)
-    for name, csum, same in apps:
-        b += struct.pack("<H", len(name)) + name.encode() + struct.pack("<QB", csum, same)
+def write_manifest(d, m):
+    """Write m as a version-2 MANIFEST (file names as given)."""
+    b = bytearray(b"RSNPMAN\0")
+    b += struct.pack("<IIq", 2, m["world"], m["created"]) + m["id"] + m["forked"]
+    b += struct.pack("<IIII", len(m["apps"]), len(m["files"]), m["flags"],
+                     m["emulated"])
+    for nm, first, count, size, csum in m["files"]:
+        b += struct.pack("<H", len(nm)) + nm.encode()
+        b += struct.pack("<iIQQ", first, count, size, csum)
+    for fi, off, ln, csum, coords in m["ranks"]:
+        b += struct.pack("<IQQQH", fi, off, ln, csum, len(coords)) + coords.encode()
+    for nm, csum, same in m["apps"]:
+        b += struct.pack("<H", len(nm)) + nm.encode() + struct.pack("<QB", csum, same)
     b += struct.pack("<Q", xxh3(bytes(b)))
     open(os.path.join(d, "MANIFEST"), "wb").write(bytes(b))
+
+
+def node_folder(src, dst, per_node):
+    """dst: src's rank images, per_node to a node-NNNNN file (the last
+    node may hold fewer), with a version-2 manifest recording emulated
+    nodes of per_node and coordinates dp=r//2,tp=r%2.  Returns the
+    manifest written."""
+    m = read_manifest(src)
+    hexid = m["id"].hex()
+    imgs = []
+    for fi, off, ln, _, _ in m["ranks"]:
+        data = open(os.path.join(src, m["files"][fi][0]), "rb").read()
+        imgs.append(data[off:off + ln])
+    os.mkdir(dst)
+    files, ranks = [], []
+    for node, first in enumerate(range(0, m["world"], per_node)):
+        mine = imgs[first:first + per_node]
+        data = b"".join(mine)
+        nm = f"node-{first:05d}.{hexid}.rngsnap"
+        open(os.path.join(dst, nm), "wb").write(data)
+        files.append([nm, first, len(mine), len(data), xxh3(data)])
+        off = 0
+        for k, img in enumerate(mine):
+            r = first + k
+            ranks.append([node, off, len(img), xxh3(img), f"dp={r // 2},tp={r % 2}"])
+            off += len(img)
+    n = dict(m, version=2, flags=0, emulated=per_node, files=files, ranks=ranks)
+    write_manifest(dst, n)
+    return n
 
 
 # ---- the user guide's examples ---------------------------------------------
@@ -165,7 +230,7 @@ def t_verify():
         for n in (1, 2, 4):
             d, streams, apps = make(tmp, f"w{n}", n)
             rc, out, err = expect_rc(0, "verify", d)
-            check(f"{d}: ok ({n} rank files, every checksum verified)" in out
+            check(f"{d}: ok ({n} files, {n} ranks, every checksum verified)" in out
                   and len(RANK_OK.findall(out)) == n and err == "",
                   f"verify {n}-rank folder: every rank ok", out + err)
             rc, out, err = expect_rc(0, "verify", "--json", d)
@@ -176,11 +241,24 @@ def t_verify():
             files = rank_files(d)
             check(v["dir"] == d and v["ok"] is True and v["world_size"] == n
                   and re.fullmatch(r"[0-9a-f]{32}", v["id"])
-                  and v["forked_from"] is None and v["format_version"] == 1,
+                  and v["forked_from"] is None and v["format_version"] == 2
+                  and v["emulated_ranks_per_node"] == 0,
                   f"verify --json {n} ranks: dir, ok, world size, id, "
                   "no fork", out)
+            check([[f["name"], f["first_rank"], f["rank_count"], f["ok"]]
+                   for f in v["files"]] == [[files[r], r, 1, True]
+                                            for r in range(n)] and
+                  all(f["size"] == os.path.getsize(os.path.join(d, f["name"]))
+                      and f["checksum"] == "%016x" % xxh3(open(
+                          os.path.join(d, f["name"]), "rb").read())
+                      for f in v["files"]),
+                  f"verify --json {n} ranks: one file per rank (the "
+                  "RNGSNAP_SAVE_PER_RANK_FILES layout the save writes for "
+                  "now), its size and XXH3-64", out)
             check([r["rank"] for r in v["ranks"]] == list(range(n)) and
                   [r["file"] for r in v["ranks"]] == files and
+                  all(r["offset"] == 0 and r["coords"] is None
+                      for r in v["ranks"]) and
                   files == [f"rank-{r:05d}.{v['id']}.rngsnap" for r in range(n)]
                   and all(r["ok"] is True and r["error"] is None and
                           r["error_code"] is None and
@@ -224,11 +302,14 @@ def t_verify():
         flip(os.path.join(d, files[2]), 100)
         rc, out, err = expect_rc(1, "verify", d)
         bad = [l for l in out.splitlines() if "FAILED" in l]
-        check(len(bad) == 1 and bad[0].startswith(f"  rank 2: {files[2]} FAILED")
-              and "XXH3" in bad[0] and f"{d}: 1 of 4 rank files failed" in out
+        check(len(bad) == 2 and
+              bad[0].startswith(f"  file {files[2]} FAILED: {d}/{files[2]}: XXH3-64")
+              and bad[1].startswith(f"  rank 2: {files[2]} FAILED")
+              and f"(rank 2's file): XXH3-64" in bad[1]
+              and f"{d}: 1 of 4 files and 1 of 4 ranks failed" in out
               and "rank 2" in err and files[2] in err,
-              "a flipped byte in rank 2's file: rank 2 and its file named, "
-              "exit 1, the other ranks ok", out + err)
+              "a flipped byte in rank 2's file: the file, then rank 2, "
+              "named, exit 1, the other ranks ok", out + err)
         rc, out, err = expect_rc(1, "verify", "--json", d)
         v = parse("verify --json, flipped rank 2", out)
         if v:
@@ -236,7 +317,9 @@ def t_verify():
             check(v["ok"] is False and r2["ok"] is False and
                   r2["error_code"] == "RNGSNAP_E_CORRUPT" and
                   files[2] in r2["error"] and "rank 2" in r2["error"] and
-                  [r["ok"] for r in v["ranks"]] == [True, True, False, True],
+                  [r["ok"] for r in v["ranks"]] == [True, True, False, True]
+                  and [f["ok"] for f in v["files"]] == [True, True, False, True]
+                  and v["files"][2]["error_code"] == "RNGSNAP_E_CORRUPT",
                   "verify --json: rank 2 not ok, RNGSNAP_E_CORRUPT, the "
                   "others ok", out)
 
@@ -250,6 +333,8 @@ def t_verify():
             check(r1["ok"] is False and r1["error_code"] == "RNGSNAP_E_IO" and
                   files[1] in r1["error"] and
                   [r["ok"] for r in v["ranks"]] == [True, False, True, True]
+                  and v["files"][1]["error_code"] == "RNGSNAP_E_IO"
+                  and "cannot open" in v["files"][1]["error"]
                   and "rank 1" in err,
                   "a deleted rank file: that rank, RNGSNAP_E_IO, exit 1", out + err)
 
@@ -307,26 +392,27 @@ def t_verify():
 
         # Forged manifests (valid checksum, wrong contents): what the file
         # checksums cannot catch, the slot and app checks do.
-        head, ranks, apps = read_manifest(good)
+        m = read_manifest(good)
         d = os.path.join(tmp, "swap")
         shutil.copytree(good, d)
         # rank 0's slot names rank 0's file, whose bytes are rank 1's.
         shutil.copy(os.path.join(good, files[1]), os.path.join(d, files[0]))
         data = open(os.path.join(d, files[0]), "rb").read()
-        ranks[0][1:] = [len(data), xxh3(data)]
-        write_manifest(d, head, ranks, apps)
+        m["files"][0][3:] = [len(data), xxh3(data)]
+        m["ranks"][0][2:4] = [len(data), xxh3(data)]
+        write_manifest(d, m)
         rc, out, err = expect_rc(1, "verify", d)
         check(f"rank 0: {d}/{files[0]} records rank 1 of world size 4, but "
               "the manifest lists it as rank 0 of 4" in out and
               "RNGSNAP_E_MISMATCH" in err and len(RANK_OK.findall(out)) == 3,
               "rank 1's file in rank 0's slot (manifest rewritten to match): "
               "the header's rank is checked", out + err)
-        head, ranks, apps = read_manifest(good)
+        m = read_manifest(good)
         d = os.path.join(tmp, "apps")
         shutil.copytree(good, d)
-        for a in apps:
+        for a in m["apps"]:
             a[2] = 1       # test.rank claimed identical on all ranks
-        write_manifest(d, head, ranks, apps)
+        write_manifest(d, m)
         rc, out, err = expect_rc(1, "verify", "--json", d)
         v = parse("verify --json, forged app record", out)
         check(v is not None and [r["ok"] for r in v["ranks"]] ==
@@ -335,6 +421,134 @@ def t_verify():
                   for r in v["ranks"][1:]),
               "an app state recorded identical on all ranks that is not: "
               "ranks 1-3 named", out)
+
+        verify_nodes(tmp, good)
+        verify_v1(tmp)
+
+
+def verify_nodes(tmp, good):
+    """A node-layout folder (two ranks to a file, emulated): every file
+    whole and every image checked; damage named by file and by rank."""
+    nd = os.path.join(tmp, "nodes")
+    nm = node_folder(good, nd, 2)
+    nf = [f[0] for f in nm["files"]]
+    rc, out, err = expect_rc(0, "verify", nd)
+    check(f"{nd}: ok (2 files, 4 ranks, every checksum verified)" in out and
+          len(RANK_OK.findall(out)) == 4 and err == "" and
+          all(f"  file {f} ok (ranks {2 * i}-{2 * i + 1}, {nm['files'][i][3]} "
+              f"bytes, XXH3-64 {nm['files'][i][4]:016x} as recorded)" in out
+              for i, f in enumerate(nf)) and
+          f"  rank 3: {nf[1]} ok (5 sections, {nm['ranks'][3][2]} bytes at "
+          f"offset {nm['ranks'][3][1]}, " in out,
+          "verify a node-layout folder: 2 files and 4 images ok", out + err)
+    stray = f"node-00000.{'7' * 32}.rngsnap"
+    open(os.path.join(nd, stray), "wb").close()
+    rc, out, err = expect_rc(0, "verify", "--json", nd)
+    v = parse("verify --json, node layout", out)
+    check(v is not None and v["ok"] and v["format_version"] == 2 and
+          v["emulated_ranks_per_node"] == 2 and
+          [[f["name"], f["first_rank"], f["rank_count"], f["size"],
+            int(f["checksum"], 16), f["ok"]] for f in v["files"]] ==
+          [f + [True] for f in nm["files"]] and
+          [[r["file"], r["offset"], r["size"], int(r["checksum"], 16),
+            r["coords"], r["ok"]] for r in v["ranks"]] ==
+          [[nf[fi], off, ln, cs, c, True] for fi, off, ln, cs, c in nm["ranks"]]
+          and v["other_files"] == [stray],
+          "verify --json, node layout: the files, each rank's file, offset, "
+          "length and coordinates as written; another id's node file is "
+          "another file", out)
+    os.unlink(os.path.join(nd, stray))
+
+    # A flipped byte inside rank 3's image, in node-00002.
+    d = os.path.join(tmp, "nflip")
+    shutil.copytree(nd, d)
+    off3 = nm["ranks"][3][1]
+    flip(os.path.join(d, nf[1]), off3 + 100)
+    rc, out, err = expect_rc(1, "verify", d)
+    bad = failed_lines(out)
+    check(len(bad) == 2 and
+          bad[0].startswith(f"  file {nf[1]} FAILED: {d}/{nf[1]}: XXH3-64") and
+          bad[1].startswith(f"  rank 3: {nf[1]} FAILED: rank 3: {d}/{nf[1]} "
+                            f"(rank 3's image at offset {off3}): XXH3-64") and
+          f"{d}: 1 of 2 files and 1 of 4 ranks failed" in out and
+          len(RANK_OK.findall(out)) == 3 and "rank 3" in err,
+          "a flipped byte in rank 3's image: its node file and rank 3 "
+          "named, ranks 0-2 ok, exit 1", out + err)
+    # The same node file one byte short: its size named, both its ranks.
+    d = os.path.join(tmp, "ncut")
+    shutil.copytree(nd, d)
+    p = os.path.join(d, nf[0])
+    data = open(p, "rb").read()
+    open(p, "wb").write(data[:-1])
+    rc, out, err = expect_rc(1, "verify", "--json", d)
+    v = parse("verify --json, a node file cut short", out)
+    want = (f"{d}/{nf[0]}: {len(data) - 1} bytes, the manifest records "
+            f"{len(data)}")
+    check(v is not None and v["files"][0]["error"].startswith(want) and
+          [f["ok"] for f in v["files"]] == [False, True] and
+          [r["ok"] for r in v["ranks"]] == [False, False, True, True] and
+          all(want in r["error"] and r["error_code"] == "RNGSNAP_E_CORRUPT"
+              for r in v["ranks"][:2]),
+          "a node file one byte short: the file and its two ranks refused "
+          "naming both sizes, the other node's ranks ok", out)
+    # Flipped bytes of the version-2 MANIFEST: one in every 7, so that
+    # every field of the header and every record gets one (ranks-manifest
+    # flips every bit of every byte in-process, without a run each).
+    d = os.path.join(tmp, "nman")
+    shutil.copytree(nd, d)
+    mp = os.path.join(d, "MANIFEST")
+    man = open(mp, "rb").read()
+    first = ""
+    at = list(range(0, len(man), 7))
+    for i in at:
+        open(mp, "wb").write(man[:i] + bytes([man[i] ^ 0x04]) + man[i + 1:])
+        rc, out, err = run("verify", d)
+        if rc != 1 or mp not in err or "RNGSNAP_E_CORRUPT" not in err:
+            first = first or f"flip at {i}: rc={rc} {out} {err}"
+    check(not first, f"verify refuses each of {len(at)} byte flips (one in "
+          f"7 of {len(man)} bytes) of a node folder's version-2 MANIFEST, "
+          "naming it", first)
+    # A layout with a gap, under a valid checksum: named by rank.
+    m = read_manifest(nd)
+    m["ranks"][1][1] += 1
+    write_manifest(d, m)
+    rc, out, err = expect_rc(1, "verify", d)
+    check(f"{mp}: rank 1: offset {m['ranks'][1][1]}, expected "
+          f"{m['ranks'][1][1] - 1} (images lie end to end" in err,
+          "a manifest whose rank 1 leaves a gap: refused naming the rank and "
+          "the field", err)
+
+
+def verify_v1(tmp):
+    """tests/data/v1-folder, written by the pre-node build, as it is."""
+    m = read_manifest(V1)
+    names = [f[0] for f in m["files"]]
+    rc, out, err = expect_rc(0, "verify", V1)
+    check(f"{V1}: manifest ok (format 1, checkpoint {m['id'].hex()}, world "
+          "size 4, 4 files, 1 app states)" in out and
+          f"{V1}: ok (4 files, 4 ranks, every checksum verified)" in out and
+          len(RANK_OK.findall(out)) == 4,
+          "verify v1-folder: format 1, 4 files and 4 ranks ok", out + err)
+    rc, out, err = expect_rc(0, "verify", "--json", V1)
+    v = parse("verify --json v1-folder", out)
+    check(v is not None and v["format_version"] == 1 and
+          v["emulated_ranks_per_node"] == 0 and
+          [f["name"] for f in v["files"]] == names ==
+          [f"rank-{r:05d}.{m['id'].hex()}.rngsnap" for r in range(4)] and
+          [(r["file"], r["offset"], r["coords"]) for r in v["ranks"]] ==
+          [(n, 0, None) for n in names],
+          "verify --json v1-folder: one file per rank, offset 0, no "
+          "coordinates", out)
+    d = os.path.join(tmp, "v1flip")
+    shutil.copytree(V1, d)
+    flip(os.path.join(d, names[1]), 200)
+    rc, out, err = expect_rc(1, "verify", d)
+    bad = failed_lines(out)
+    check(len(bad) == 2 and names[1] in bad[0] and
+          bad[1].startswith(f"  rank 1: {names[1]} FAILED") and
+          "(rank 1's file): XXH3-64" in bad[1],
+          "a flipped byte in a v1 folder's rank 1 file: the file and rank 1 "
+          "named", out)
 
 
 def t_inspect():
@@ -426,6 +640,8 @@ def t_inspect():
                                  os.path.join(tmp, "fork2"))
         check("0 of 2 ranks differ" in out,
               "two forks of one checkpoint onto 2 ranks: diff identical", out)
+        inspect_nodes(tmp, os.path.join(tmp, "w4"))
+        inspect_v1()
         # One damaged rank file: reported in its place, exit 1.
         d = os.path.join(tmp, "w4")
         files = rank_files(d)
@@ -445,6 +661,70 @@ def t_inspect():
               v["error_code"] == "RNGSNAP_E_IO" and
               "not a committed multi-rank checkpoint" in v["error"],
               "inspect --json, no MANIFEST: error object, exit 2", out)
+
+
+def inspect_nodes(tmp, src):
+    """src's images, three to a node file (files of 3 and 1 ranks): the
+    same sections, shown with their file, offset and coordinates."""
+    nd = os.path.join(tmp, "nodes")
+    nm = node_folder(src, nd, 3)
+    nf = [f[0] for f in nm["files"]]
+    _, out, _ = run("inspect", "--json", src)
+    pv = json.loads(out)
+    rc, out, err = expect_rc(0, "inspect", "--json", nd)
+    v = parse("inspect --json, node layout", out)
+    if not v:
+        return
+    check(v["format_version"] == 2 and v["emulated_ranks_per_node"] == 3 and
+          [[f["name"], f["first_rank"], f["rank_count"], f["size"],
+            int(f["checksum"], 16)] for f in v["files"]] == nm["files"],
+          "inspect --json, node layout: the files as written", out[:2000])
+    for r, rk in enumerate(v["ranks"]):
+        fi, off, ln, cs, coords = nm["ranks"][r]
+        where = (f"{nd}/{nf[fi]} (rank {r}'s image at offset {off})" if fi == 0
+                 else f"{nd}/{nf[fi]}")
+        check([rk["file"], rk["offset"], rk["size"], int(rk["checksum"], 16),
+               rk["coords"]] == [nf[fi], off, ln, cs, coords] and
+              rk["inspect"]["file"] == where and
+              rk["inspect"]["sections"] == pv["ranks"][r]["inspect"]["sections"]
+              and rk["inspect"]["header"]["rank"] == r,
+              f"inspect --json, node layout, rank {r}: its file, offset, "
+              "coordinates, and the per-rank folder's sections",
+              json.dumps(rk)[:1500])
+    rc, out, err = expect_rc(0, "inspect", nd)
+    f0 = nm["files"][0]
+    r1 = nm["ranks"][1]
+    check("manifest:        format 2, checksum ok" in out and
+          "files:           2, one per node; emulated nodes "
+          "(RNGSNAP_RANKS_PER_NODE=3 at save, a test aid)" in out and
+          f"  {nf[0]}  ranks 0-2, {f0[3]} bytes, XXH3-64 {f0[4]:016x}" in out and
+          f"  {nf[1]}  rank 3, " in out and
+          f"== rank 1 of 4: {nf[0]} ({r1[2]} bytes at offset {r1[1]}, "
+          f"XXH3-64 {r1[3]:016x}) ==\ncoordinates:     dp=0,tp=1\n" in out,
+          "inspect, node layout: format, files, emulated nodes, each rank's "
+          "place and coordinates", out[:3000])
+    rc, out, err = expect_rc(0, "inspect", src)
+    check("files:           4, one per rank\n" in out and
+          "emulated" not in out and "coordinates:     -" in out,
+          "inspect, per-rank layout: no emulated nodes, no coordinates",
+          out[:1500])
+
+
+def inspect_v1():
+    """tests/data/v1-folder, as written by the pre-node build."""
+    rc, out, err = expect_rc(0, "inspect", "--json", V1)
+    v = parse("inspect --json v1-folder", out)
+    check(v is not None and v["format_version"] == 1 and
+          len(v["files"]) == 4 and
+          all(rk["inspect"]["header"]["rank"] == r and rk["offset"] == 0 and
+              rk["inspect"]["file"] == os.path.join(V1, rk["file"])
+              for r, rk in enumerate(v["ranks"])) and
+          v["apps"][0]["name"] == "app.step",
+          "inspect --json v1-folder: format 1, 4 ranks shown", out[:2000])
+    rc, out, err = expect_rc(0, "inspect", V1)
+    check("manifest:        format 1, checksum ok" in out and
+          "files:           4, one per rank" in out,
+          "inspect v1-folder text: format 1, one file per rank", out[:1500])
 
 
 def t_diff():
@@ -491,6 +771,25 @@ def t_diff():
             rc, out, err = expect_rc(2, "diff", x, y)
             check(f"{a} is a folder and {f0} is not" in err,
                   "diff of a folder and a file: usage error", err)
+        # The same images laid out in node files compare rank by rank.
+        an = os.path.join(tmp, "a-nodes")
+        node_folder(a, an, 2)
+        rc, out, err = expect_rc(0, "diff", a, an)
+        check("0 of 4 ranks differ" in out,
+              "diff of a folder and its images in node files: identical", out)
+        cn = os.path.join(tmp, "c-nodes")
+        node_folder(c, cn, 4)
+        rc, out, err = expect_rc(1, "diff", an, cn)
+        check("1 of 4 ranks differ: rank 2" in out,
+              "diff of two node-layout folders: rank 2 differs", out)
+        v1n = os.path.join(tmp, "v1-nodes")
+        node_folder(V1, v1n, 3)
+        rc, out, err = expect_rc(0, "diff", "--json", V1, v1n)
+        v = parse("diff --json v1-folder and its node layout", out)
+        check(v is not None and v["identical"] is True and
+              v["world_size"] == {"a": 4, "b": 4},
+              "diff of v1-folder (format 1) and its images in node files "
+              "(format 2): identical", out[:2000])
         flip(os.path.join(c, rank_files(c)[1]), 100)
         rc, out, err = expect_rc(2, "diff", "--json", a, c)
         v = parse("diff --json, damaged rank 1 in B", out)

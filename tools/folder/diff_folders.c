@@ -72,8 +72,8 @@ static int compare_text(const char *const dir[2], const pair *p, int all)
     for (int r = 0; r < p->world[0]; r++) {
         char pa[4096], pb[4096];
         const char *path[2] = {
-            folder_rank_path(p->m[0], dir[0], r, pa, sizeof pa),
-            folder_rank_path(p->m[1], dir[1], r, pb, sizeof pb)};
+            folder_image_label(p->m[0], dir[0], r, pa, sizeof pa),
+            folder_image_label(p->m[1], dir[1], r, pb, sizeof pb)};
         rngsnap_file *f[2] = {p->f[0][r], p->f[1][r]};
         printf("\n== rank %d ==\n", r);
         if (diff_files_text(path, f, all) == CLI_OK)
@@ -120,8 +120,8 @@ static int compare_json(const char *const dir[2], const pair *p, int all)
     for (int r = 0; same_world && r < p->world[0]; r++) {
         char pa[4096], pb[4096];
         const char *path[2] = {
-            folder_rank_path(p->m[0], dir[0], r, pa, sizeof pa),
-            folder_rank_path(p->m[1], dir[1], r, pb, sizeof pb)};
+            folder_image_label(p->m[0], dir[0], r, pa, sizeof pa),
+            folder_image_label(p->m[1], dir[1], r, pb, sizeof pb)};
         rngsnap_file *f[2] = {p->f[0][r], p->f[1][r]};
         printf("%s\n    ", r ? "," : "");
         int d = diff_files_json(path, f, all, "    ") != CLI_OK;

@@ -2,8 +2,10 @@
  * folder.c - what verify, inspect and diff share about multi-rank
  * folders: telling a folder from a file, opening the manifest with a
  * clear message (a folder without MANIFEST is an uncommitted save, not a
- * damaged checkpoint), opening one rank's file against its slot, and
- * showing the manifest's fields.
+ * damaged checkpoint), checking a data file whole, opening one rank's
+ * image against its slot, and showing the manifest's fields.  A folder's
+ * data files are one per node (node-NNNNN, images end to end) or one per
+ * rank (rank-NNNNN, and every version-1 folder).
  */
 #include <dirent.h>
 #include <errno.h>
@@ -12,6 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+
+#include <xxhash.h>
 
 #include "cli.h"
 #include "folder.h"
@@ -39,7 +43,7 @@ char **folder_stray_names(const char *dir)
     while ((e = readdir(d))) {
         /* A save's temporaries are ".NAME.tmp-..." (core/store.c). */
         const char *name = e->d_name + (e->d_name[0] == '.');
-        if (strncmp(name, "rank-", 5) != 0
+        if (strncmp(name, "rank-", 5) != 0 && strncmp(name, "node-", 5) != 0
             && strncmp(name, FOLDER_MANIFEST, strlen(FOLDER_MANIFEST)) != 0)
             continue;
         if (n + 2 > cap) {
@@ -73,11 +77,11 @@ char **folder_other_names(const char *dir, const rngsnap_manifest *m)
     size_t k = 0;
     for (size_t i = 0; names && names[i]; i++) {
         const char *n = names[i];
-        const rngsnap_manifest_rank *slot = NULL;
-        if (strncmp(n, "rank-", 5) == 0)
-            slot = rngsnap_manifest_rank_at(m, (int)strtol(n + 5, NULL, 10));
-        if (strcmp(n, FOLDER_MANIFEST) == 0
-            || (slot && strcmp(slot->file, n) == 0))
+        /* File i of the manifest is node-i or, one per rank, rank-i. */
+        const rngsnap_manifest_file *f = NULL;
+        if (strncmp(n, "rank-", 5) == 0 || strncmp(n, "node-", 5) == 0)
+            f = rngsnap_manifest_file_at(m, strtoul(n + 5, NULL, 10));
+        if (strcmp(n, FOLDER_MANIFEST) == 0 || (f && strcmp(f->name, n) == 0))
             free(names[i]);
         else
             names[k++] = names[i];
@@ -146,11 +150,77 @@ const char *folder_rank_path(const rngsnap_manifest *m, const char *dir,
     return buf;
 }
 
+const char *folder_image_label(const rngsnap_manifest *m, const char *dir,
+                               int rank, char *buf, size_t len)
+{
+    const rngsnap_manifest_rank *r = rngsnap_manifest_rank_at(m, rank);
+    const rngsnap_manifest_file *f =
+        r ? rngsnap_manifest_file_at(m, r->file_index) : NULL;
+    if (f && f->rank_count > 1)
+        snprintf(buf, len, "%s/%s (rank %d's image at offset %" PRIu64 ")",
+                 dir, f->name, rank, r->offset);
+    else
+        folder_rank_path(m, dir, rank, buf, len);
+    return buf;
+}
+
+int folder_file_check(const rngsnap_manifest *m, const char *dir, size_t i,
+                      char *err, size_t errlen)
+{
+    const rngsnap_manifest_file *f = rngsnap_manifest_file_at(m, i);
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", dir, f->name);
+    FILE *fp = fopen(path, "rb");
+    struct stat st;
+    if (!fp) {
+        snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+        return RNGSNAP_E_IO;
+    }
+    int rc = RNGSNAP_OK;
+    XXH3_state_t *h = XXH3_createState();
+    if (!h || XXH3_64bits_reset(h) != XXH_OK) {
+        snprintf(err, errlen, "%s: out of memory", path);
+        rc = RNGSNAP_E_NOMEM;
+    } else if (fstat(fileno(fp), &st) != 0 || !S_ISREG(st.st_mode)) {
+        snprintf(err, errlen, "%s: not a regular file", path);
+        rc = RNGSNAP_E_IO;
+    } else if ((uint64_t)st.st_size != f->size) {
+        snprintf(err, errlen, "%s: %lld bytes, the manifest records %" PRIu64
+                 " (truncated, grown, or another checkpoint's file)", path,
+                 (long long)st.st_size, f->size);
+        rc = RNGSNAP_E_CORRUPT;
+    }
+    /* In pieces: a node's file holds many ranks' images. */
+    static unsigned char piece[1 << 16];
+    uint64_t got = 0;
+    size_t n;
+    while (rc == RNGSNAP_OK && (n = fread(piece, 1, sizeof piece, fp)) > 0) {
+        XXH3_64bits_update(h, piece, n);
+        got += n;
+    }
+    if (rc == RNGSNAP_OK && ferror(fp)) {
+        snprintf(err, errlen, "%s: read failed: %s", path, strerror(errno));
+        rc = RNGSNAP_E_IO;
+    } else if (rc == RNGSNAP_OK && got != f->size) {
+        snprintf(err, errlen, "%s: %" PRIu64 " bytes read, the manifest "
+                 "records %" PRIu64, path, got, f->size);
+        rc = RNGSNAP_E_CORRUPT;
+    } else if (rc == RNGSNAP_OK && XXH3_64bits_digest(h) != f->checksum) {
+        snprintf(err, errlen, "%s: XXH3-64 %016" PRIx64 ", the manifest "
+                 "records %016" PRIx64 " (damaged, or another checkpoint's "
+                 "file)", path, (uint64_t)XXH3_64bits_digest(h), f->checksum);
+        rc = RNGSNAP_E_CORRUPT;
+    }
+    XXH3_freeState(h);
+    fclose(fp);
+    return rc;
+}
+
 int folder_rank_open(const rngsnap_manifest *m, const char *dir, int rank,
                      rngsnap_file **out, char *err, size_t errlen)
 {
     char path[4096], why[2048] = "";
-    folder_rank_path(m, dir, rank, path, sizeof path);
+    folder_image_label(m, dir, rank, path, sizeof path);
     const rngsnap_manifest_rank *slot = rngsnap_manifest_rank_at(m, rank);
     const char *file = slot && slot->file ? slot->file : "?";
     int rc = rngsnap_manifest_open_rank(m, rank, out, why, sizeof why);
@@ -179,6 +249,17 @@ int folder_rank_open(const rngsnap_manifest *m, const char *dir, int rank,
     return RNGSNAP_OK;
 }
 
+const char *folder_rank_span(const rngsnap_manifest_file *f, char *buf,
+                             size_t len)
+{
+    if (f->rank_count == 1)
+        snprintf(buf, len, "rank %" PRId32, f->first_rank);
+    else
+        snprintf(buf, len, "ranks %" PRId32 "-%" PRId32, f->first_rank,
+                 f->first_rank + (int32_t)f->rank_count - 1);
+    return buf;
+}
+
 void folder_manifest_text(const char *dir, const rngsnap_manifest *m)
 {
     const rngsnap_manifest_info *in = rngsnap_manifest_info_get(m);
@@ -192,6 +273,21 @@ void folder_manifest_text(const char *dir, const rngsnap_manifest *m)
     printf("world size:      %" PRId32 "\n", in->world_size);
     printf("forked from:     %s\n", in->forked_from[0] ? in->forked_from
                                                        : "-");
+    const rngsnap_manifest_file *f0 = rngsnap_manifest_file_at(m, 0);
+    int per_node = f0 && strncmp(f0->name, "node-", 5) == 0;
+    printf("files:           %zu, one per %s", in->file_count,
+           per_node ? "node" : "rank");
+    if (in->emulated_ranks_per_node)
+        printf("; emulated nodes (RNGSNAP_RANKS_PER_NODE=%" PRIu32 " at "
+               "save, a test aid)", in->emulated_ranks_per_node);
+    putchar('\n');
+    for (size_t i = 0; i < in->file_count; i++) {
+        const rngsnap_manifest_file *f = rngsnap_manifest_file_at(m, i);
+        char span[64];
+        printf("  %s  %s, %" PRIu64 " bytes, XXH3-64 %016" PRIx64 "\n",
+               f->name, folder_rank_span(f, span, sizeof span), f->size,
+               f->checksum);
+    }
     printf("app states:      %zu\n", in->app_count);
     for (size_t i = 0; i < in->app_count; i++) {
         const rngsnap_manifest_app *a = rngsnap_manifest_app_at(m, i);
@@ -219,6 +315,8 @@ void folder_manifest_json(const rngsnap_manifest *m, int *n,
     printf("%" PRId32, in->world_size);
     json_key(stdout, n, sep, "forked_from");
     json_string(stdout, in->forked_from[0] ? in->forked_from : NULL);
+    json_key(stdout, n, sep, "emulated_ranks_per_node");
+    printf("%" PRIu32, in->emulated_ranks_per_node);
     json_key(stdout, n, sep, "apps");
     fputs("[", stdout);
     for (size_t i = 0; i < in->app_count; i++) {
@@ -234,4 +332,34 @@ void folder_manifest_json(const rngsnap_manifest *m, int *n,
         fputs("}", stdout);
     }
     fputs("]", stdout);
+}
+
+void folder_file_json(const rngsnap_manifest_file *f, int *k,
+                      const char *sep)
+{
+    json_key(stdout, k, sep, "name");
+    json_string(stdout, f->name);
+    json_key(stdout, k, sep, "first_rank");
+    printf("%" PRId32, f->first_rank);
+    json_key(stdout, k, sep, "rank_count");
+    printf("%" PRIu32, f->rank_count);
+    json_key(stdout, k, sep, "size");
+    printf("%" PRIu64, f->size);
+    json_key(stdout, k, sep, "checksum");
+    printf("\"%016" PRIx64 "\"", f->checksum);
+}
+
+void folder_rank_json(const rngsnap_manifest_rank *r, int *k,
+                      const char *sep)
+{
+    json_key(stdout, k, sep, "file");
+    json_string(stdout, r->file);
+    json_key(stdout, k, sep, "offset");
+    printf("%" PRIu64, r->offset);
+    json_key(stdout, k, sep, "size");
+    printf("%" PRIu64, r->size);
+    json_key(stdout, k, sep, "checksum");
+    printf("\"%016" PRIx64 "\"", r->checksum);
+    json_key(stdout, k, sep, "coords");
+    json_string(stdout, r->coords && r->coords[0] ? r->coords : NULL);
 }

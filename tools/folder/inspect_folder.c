@@ -1,8 +1,9 @@
 /*
  * inspect_folder.c - `rngsnap inspect DIR`: a multi-rank folder's
- * manifest, then each rank's file as `inspect FILE` shows it (the same
- * functions, inspect_file_text/json).  A rank file that cannot be shown
- * is reported in its place; the others are still shown.
+ * manifest (its data files among it), then each rank's image as `inspect
+ * FILE` shows a file (the same functions, inspect_file_text/json).  A
+ * rank that cannot be shown is reported in its place; the others are
+ * still shown.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -24,20 +25,15 @@ static int rank_json(const rngsnap_manifest *m, const char *dir, int r)
     printf("%s\n    {\n      ", r ? "," : "");
     json_key(stdout, &k, sep, "rank");
     printf("%d", r);
-    json_key(stdout, &k, sep, "file");
-    json_string(stdout, slot->file);
-    json_key(stdout, &k, sep, "size");
-    printf("%" PRIu64, slot->size);
-    json_key(stdout, &k, sep, "checksum");
-    printf("\"%016" PRIx64 "\"", slot->checksum);
+    folder_rank_json(slot, &k, sep);
     json_key(stdout, &k, sep, "error");
     json_string(stdout, code ? err : NULL);
     json_key(stdout, &k, sep, "error_code");
     json_string(stdout, code ? rngsnap_error_name(code) : NULL);
     json_key(stdout, &k, sep, "inspect");
     if (code == RNGSNAP_OK) {
-        inspect_file_json(folder_rank_path(m, dir, r, path, sizeof path), f,
-                          "      ");
+        inspect_file_json(folder_image_label(m, dir, r, path, sizeof path),
+                          f, "      ");
         rngsnap_file_close(f);
     } else {
         fputs("null", stdout);
@@ -54,15 +50,16 @@ static int rank_text(const rngsnap_manifest *m, const char *dir, int r)
     char path[4096], err[8192];
     rngsnap_file *f;
     int code = folder_rank_open(m, dir, r, &f, err, sizeof err);
-    printf("\n== rank %d of %" PRId32 ": %s (%" PRIu64 " bytes, XXH3-64 %016"
-           PRIx64 ") ==\n", r, world, slot->file, slot->size,
-           slot->checksum);
+    printf("\n== rank %d of %" PRId32 ": %s (%" PRIu64 " bytes at offset %"
+           PRIu64 ", XXH3-64 %016" PRIx64 ") ==\n", r, world, slot->file,
+           slot->size, slot->offset, slot->checksum);
+    printf("coordinates:     %s\n", slot->coords[0] ? slot->coords : "-");
     if (code != RNGSNAP_OK) {
         printf("FAILED: %s\n", err);
         cli_err("inspect", "%s (%s)", err, rngsnap_error_name(code));
         return code;
     }
-    inspect_file_text(folder_rank_path(m, dir, r, path, sizeof path), f);
+    inspect_file_text(folder_image_label(m, dir, r, path, sizeof path), f);
     rngsnap_file_close(f);
     return code;
 }
@@ -89,6 +86,16 @@ int inspect_folder(const char *dir, int json)
         json_key(stdout, &n, sep, "dir");
         json_string(stdout, dir);
         folder_manifest_json(m, &n, sep);
+        json_key(stdout, &n, sep, "files");
+        fputs("[", stdout);
+        size_t nf = rngsnap_manifest_info_get(m)->file_count;
+        for (size_t i = 0; i < nf; i++) {
+            int k = 0;
+            printf("%s\n    {", i ? "," : "");
+            folder_file_json(rngsnap_manifest_file_at(m, i), &k, ", ");
+            fputs("}", stdout);
+        }
+        printf("%s]", nf ? "\n  " : "");
         json_key(stdout, &n, sep, "ranks");
         fputs("[", stdout);
         for (int r = 0; r < world; r++)

@@ -1,9 +1,10 @@
 /*
  * verify_folder.c - `rngsnap verify DIR`: a multi-rank folder's manifest
- * (structure, checksum), then every rank file against its slot (exists,
- * size and XXH3 as recorded, every section checksum, rank and world size
- * in its header) and the app states the manifest records.  Every rank is
- * checked; the first problem of each is reported.
+ * (structure, checksum), then every data file whole (exists, size and
+ * XXH3-64 as recorded), then every rank's image against its slot (length
+ * and XXH3 as recorded, every section checksum, rank and world size in
+ * its header) and the app states the manifest records.  Every file and
+ * every rank is checked; the first problem of each is reported.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -16,7 +17,7 @@
 #include "folder.h"
 #include "json.h"
 
-/* One rank's result. */
+/* One data file's or one rank's result. */
 typedef struct rank_check {
     int code;          /* RNGSNAP_OK or the first problem's code */
     char *error;       /* the first problem, naming rank and file
@@ -63,7 +64,7 @@ static void check_rank(const rngsnap_manifest *m, const char *dir, int rank,
     rngsnap_file *f;
     char path[4096], err[8192];
     memset(c, 0, sizeof *c);
-    folder_rank_path(m, dir, rank, path, sizeof path);
+    folder_image_label(m, dir, rank, path, sizeof path);
     c->code = folder_rank_open(m, dir, rank, &f, err, sizeof err);
     if (c->code == RNGSNAP_OK) {
         c->sections = rngsnap_file_section_count(f);
@@ -79,23 +80,53 @@ static const char *problem(const rank_check *c)
     return c->error ? c->error : "(out of memory for the message)";
 }
 
+static void check_file(const rngsnap_manifest *m, const char *dir, size_t i,
+                       rank_check *c)
+{
+    char err[8192];
+    memset(c, 0, sizeof *c);
+    c->code = folder_file_check(m, dir, i, err, sizeof err);
+    if (c->code != RNGSNAP_OK)
+        c->error = strdup(err);
+}
+
+/* A verdict over files and ranks. */
+typedef struct verdict {
+    const rank_check *files, *ranks;
+    int failed_files, failed_ranks;
+} verdict;
+
 static void print_text(const char *dir, const rngsnap_manifest *m,
-                       const rank_check *c, int failed)
+                       const verdict *v)
 {
     const rngsnap_manifest_info *in = rngsnap_manifest_info_get(m);
-    printf("%s: manifest ok (checkpoint %s, world size %" PRId32
-           ", %zu app states%s%s)\n", dir, in->id, in->world_size,
+    printf("%s: manifest ok (format %" PRIu32 ", checkpoint %s, world size %"
+           PRId32 ", %zu files, %zu app states%s%s)\n", dir,
+           in->format_version, in->id, in->world_size, in->file_count,
            in->app_count, in->forked_from[0] ? ", forked from " : "",
            in->forked_from);
+    for (size_t i = 0; i < in->file_count; i++) {
+        const rngsnap_manifest_file *f = rngsnap_manifest_file_at(m, i);
+        char span[64];
+        if (v->files[i].code == RNGSNAP_OK)
+            printf("  file %s ok (%s, %" PRIu64 " bytes, XXH3-64 %016" PRIx64
+                   " as recorded)\n", f->name,
+                   folder_rank_span(f, span, sizeof span), f->size,
+                   f->checksum);
+        else
+            printf("  file %s FAILED: %s\n", f->name,
+                   problem(&v->files[i]));
+    }
     for (int r = 0; r < in->world_size; r++) {
         const rngsnap_manifest_rank *slot = rngsnap_manifest_rank_at(m, r);
-        if (c[r].code == RNGSNAP_OK)
-            printf("  rank %d: %s ok (%zu sections, %" PRIu64 " bytes, "
-                   "XXH3-64 %016" PRIx64 " as recorded)\n", r, slot->file,
-                   c[r].sections, slot->size, slot->checksum);
+        const rank_check *c = &v->ranks[r];
+        if (c->code == RNGSNAP_OK)
+            printf("  rank %d: %s ok (%zu sections, %" PRIu64 " bytes at "
+                   "offset %" PRIu64 ", XXH3-64 %016" PRIx64 " as "
+                   "recorded)\n", r, slot->file, c->sections, slot->size,
+                   slot->offset, slot->checksum);
         else
-            printf("  rank %d: %s FAILED: %s\n", r, slot->file,
-                   problem(&c[r]));
+            printf("  rank %d: %s FAILED: %s\n", r, slot->file, problem(c));
     }
     char **other = folder_other_names(dir, m);
     for (size_t i = 0; other && other[i]; i++)
@@ -104,16 +135,29 @@ static void print_text(const char *dir, const rngsnap_manifest *m,
     if (other && other[0])
         putchar('\n');
     folder_names_free(other);
-    if (failed)
-        printf("%s: %d of %" PRId32 " rank files failed\n", dir, failed,
+    if (v->failed_files || v->failed_ranks)
+        printf("%s: %d of %zu files and %d of %" PRId32 " ranks failed\n",
+               dir, v->failed_files, in->file_count, v->failed_ranks,
                in->world_size);
     else
-        printf("%s: ok (%" PRId32 " rank files, every checksum verified)\n",
-               dir, in->world_size);
+        printf("%s: ok (%zu files, %" PRId32 " ranks, every checksum "
+               "verified)\n", dir, in->file_count, in->world_size);
+}
+
+/* ok, error, error_code of one check. */
+static void check_json(const rank_check *c, int *k)
+{
+    int ok = c->code == RNGSNAP_OK;
+    json_key(stdout, k, ", ", "ok");
+    json_bool(stdout, ok);
+    json_key(stdout, k, ", ", "error");
+    json_string(stdout, ok ? NULL : problem(c));
+    json_key(stdout, k, ", ", "error_code");
+    json_string(stdout, ok ? NULL : rngsnap_error_name(c->code));
 }
 
 static void print_json(const char *dir, const rngsnap_manifest *m,
-                       const rank_check *c, int failed)
+                       const verdict *v)
 {
     const rngsnap_manifest_info *in = rngsnap_manifest_info_get(m);
     int n = 0;
@@ -122,28 +166,27 @@ static void print_json(const char *dir, const rngsnap_manifest *m,
     json_key(stdout, &n, sep, "dir");
     json_string(stdout, dir);
     json_key(stdout, &n, sep, "ok");
-    json_bool(stdout, !failed);
+    json_bool(stdout, !v->failed_files && !v->failed_ranks);
     folder_manifest_json(m, &n, sep);
+    json_key(stdout, &n, sep, "files");
+    fputs("[", stdout);
+    for (size_t i = 0; i < in->file_count; i++) {
+        int k = 0;
+        printf("%s\n    {", i ? "," : "");
+        folder_file_json(rngsnap_manifest_file_at(m, i), &k, ", ");
+        check_json(&v->files[i], &k);
+        fputs("}", stdout);
+    }
+    printf("%s]", in->file_count ? "\n  " : "");
     json_key(stdout, &n, sep, "ranks");
     fputs("[", stdout);
     for (int r = 0; r < in->world_size; r++) {
-        const rngsnap_manifest_rank *slot = rngsnap_manifest_rank_at(m, r);
-        int k = 0, ok = c[r].code == RNGSNAP_OK;
+        int k = 0;
         printf("%s\n    {", r ? "," : "");
         json_key(stdout, &k, ", ", "rank");
         printf("%d", r);
-        json_key(stdout, &k, ", ", "file");
-        json_string(stdout, slot->file);
-        json_key(stdout, &k, ", ", "size");
-        printf("%" PRIu64, slot->size);
-        json_key(stdout, &k, ", ", "checksum");
-        printf("\"%016" PRIx64 "\"", slot->checksum);
-        json_key(stdout, &k, ", ", "ok");
-        json_bool(stdout, ok);
-        json_key(stdout, &k, ", ", "error");
-        json_string(stdout, ok ? NULL : problem(&c[r]));
-        json_key(stdout, &k, ", ", "error_code");
-        json_string(stdout, ok ? NULL : rngsnap_error_name(c[r].code));
+        folder_rank_json(rngsnap_manifest_rank_at(m, r), &k, ", ");
+        check_json(&v->ranks[r], &k);
         fputs("}", stdout);
     }
     printf("%s]", in->world_size ? "\n  " : "");
@@ -190,28 +233,43 @@ int verify_folder(const char *dir, int json)
         return rc;
     }
     int32_t world = rngsnap_manifest_info_get(m)->world_size;
+    size_t nf = rngsnap_manifest_info_get(m)->file_count;
     rank_check *c = calloc(world > 0 ? (size_t)world : 1, sizeof *c);
-    if (!c) {
+    rank_check *fc = calloc(nf ? nf : 1, sizeof *fc);
+    if (!c || !fc) {
         cli_err("verify", "%s: out of memory", dir);
+        free(c);
+        free(fc);
         rngsnap_manifest_close(m);
         return CLI_USAGE;
     }
-    int failed = 0;
+    verdict v = {fc, c, 0, 0};
+    for (size_t i = 0; i < nf; i++) {
+        check_file(m, dir, i, &fc[i]);
+        if (fc[i].code != RNGSNAP_OK) {
+            v.failed_files++;
+            cli_err("verify", "%s (%s)", problem(&fc[i]),
+                    rngsnap_error_name(fc[i].code));
+        }
+    }
     for (int r = 0; r < world; r++) {
         check_rank(m, dir, r, &c[r]);
         if (c[r].code != RNGSNAP_OK) {
-            failed++;
+            v.failed_ranks++;
             cli_err("verify", "%s (%s)", problem(&c[r]),
                     rngsnap_error_name(c[r].code));
         }
     }
     if (json)
-        print_json(dir, m, c, failed);
+        print_json(dir, m, &v);
     else
-        print_text(dir, m, c, failed);
+        print_text(dir, m, &v);
     for (int r = 0; r < world; r++)
         free(c[r].error);
+    for (size_t i = 0; i < nf; i++)
+        free(fc[i].error);
     free(c);
+    free(fc);
     rngsnap_manifest_close(m);
-    return failed ? CLI_FAIL : CLI_OK;
+    return v.failed_files || v.failed_ranks ? CLI_FAIL : CLI_OK;
 }
