@@ -36,6 +36,7 @@ N minutes (see there).  Exit 77 (skip) without mpirun or the program.
 import argparse
 import glob
 import json
+import math
 import os
 import re
 import shutil
@@ -135,9 +136,9 @@ def parse_traces(prefix, folder, ranks):
     return out
 
 
-def mpirun(n, program, work, ini, layout, runs, extra=()):
+def mpirun(n, program, work, ini, layout, runs, extra=(), wrap=()):
     cmd = ["mpirun", "--oversubscribe", "--bind-to", "none", "-np", str(n),
-           program, "--dir", work, "--ini", ini, "--runs", str(runs),
+           *wrap, program, "--dir", work, "--ini", ini, "--runs", str(runs),
            "--coords", *extra]
     if layout == "rank":
         cmd.append("--per-rank-files")
@@ -176,10 +177,13 @@ def measure(args, program, ini, n, layout):
         work = tempfile.mkdtemp(prefix="rngsnap-scale-", dir=args.dir)
         try:
             prefix = os.path.join(work, "trace")
-            cmd = ["strace", "-f", "-ff", "-qq", "-y", "--seccomp-bpf",
-                   "-e", "trace=" + TRACED, "-o", prefix] + \
-                mpirun(n, program, os.path.join(work, "job"), ini, layout, 1,
-                       ["--mark"])
+            # One strace per rank (mpirun starts strace, strace the
+            # rank): one tracer for the whole job serves every stop of
+            # 256 starting ranks in turn and took over 12 minutes here.
+            strace = ["strace", "-f", "-ff", "-qq", "-y", "--seccomp-bpf",
+                      "-e", "trace=" + TRACED, "-o", prefix]
+            cmd = mpirun(n, program, os.path.join(work, "job"), ini, layout,
+                         1, ["--mark"], strace)
             os.mkdir(os.path.join(work, "job"))
             row["straced"] = run_result(cmd, env, args.timeout)
             row["syscalls"] = parse_traces(
@@ -251,6 +255,111 @@ def print_tables(rows, out):
                 g("in_bytes", "sum"), g("bcast_calls", "r0")))
 
 
+# ---- the model ----------------------------------------------------------------
+
+# The assumptions of docs/performance.md, "Multi-rank at scale" (say there
+# why each holds; change them there and here together).
+MDS_RATE = 15000.0      # metadata ops/s one Lustre MDS serves, all clients
+SERIAL_RATE = 2000.0    # ops/s of one process's synchronous metadata calls
+ALPHA_S = 2e-6          # seconds per message rank 0 receives or sends
+BETA = 10e9             # bytes/s into or out of rank 0
+MODEL_RANKS = (10000, 100000)
+
+
+def model_counts(row):
+    """The counted figures the model scales, for one measured row."""
+    t, sc = row["timed"], row["syscalls"]
+
+    def b(op, name, who):
+        return t["%s_%s_%s" % (op, name, who)]
+    return {
+        "files": t["files_fresh"],
+        "creates": sc["save_fresh"]["sum"]["create"],
+        "save_meta": sc["save_fresh"]["sum"]["meta"],
+        "save_fsync": sc["save_fresh"]["sum"]["fsync_file"]
+        + sc["save_fresh"]["sum"]["fsync_dir"],
+        "replace_r0_meta": sc["save"]["r0"]["meta"],
+        "load_meta": sc["load"]["sum"]["meta"],
+        "save_r0_in": b("save_fresh", "in_bytes", "r0"),
+        "save_r0_msgs": b("save_fresh", "recv_msgs", "r0")
+        + b("save_fresh", "send_msgs", "r0"),
+        "save_bcasts": b("save_fresh", "bcast_calls", "r0"),
+        "save_other_in": b("save_fresh", "in_bytes", "maxother"),
+        "load_r0_out": b("load", "out_bytes", "r0"),
+        "load_r0_msgs": b("load", "recv_msgs", "r0")
+        + b("load", "send_msgs", "r0"),
+        "load_bcasts": b("load", "bcast_calls", "r0"),
+        "load_other_in": b("load", "in_bytes", "maxother"),
+    }
+
+
+def fit(points):
+    """c = a + b * ranks through the two largest measured rank counts;
+    returns (a, b, the largest miss at the other points)."""
+    pts = sorted(points)
+    (n1, c1), (n2, c2) = pts[-2], pts[-1]
+    slope = (c2 - c1) / float(n2 - n1)
+    a = c1 - slope * n1
+    miss = max([abs(a + slope * n - c) for n, c in pts[:-2]] or [0.0])
+    return a, slope, miss
+
+
+def model_row(c, ranks):
+    """Modelled seconds from counts c at ranks."""
+    log2 = max(1.0, math.log2(ranks))
+    return {
+        "creates_s": c["creates"] / MDS_RATE,
+        "save_meta_s": c["save_meta"] / MDS_RATE,
+        "replace_r0_s": c["replace_r0_meta"] / SERIAL_RATE,
+        "load_meta_s": c["load_meta"] / MDS_RATE,
+        "save_net_s": c["save_r0_msgs"] * ALPHA_S + c["save_r0_in"] / BETA
+        + c["save_bcasts"] * log2 * ALPHA_S,
+        "load_net_s": c["load_r0_msgs"] * ALPHA_S + c["load_r0_out"] / BETA
+        + c["load_bcasts"] * log2 * ALPHA_S,
+    }
+
+
+def print_model(rows, out):
+    """The measured rows and the model at MODEL_RANKS as a Markdown table."""
+    w = out.write
+    rows = [r for r in rows if "syscalls" in r]
+    by_layout = {}
+    for r in rows:
+        by_layout.setdefault(r["layout"], []).append(
+            (r["ranks"], model_counts(r)))
+    w("| ranks | layout | how | files created | metadata ops save / load "
+      "| fsyncs | rank 0 serial ops (replace) | creates at 15k/s | all "
+      "metadata ops at 15k/s, save / load | rank 0 serial at 2k/s "
+      "| bytes to rank 0 (msgs) | rank 0 network, save / load "
+      "| max bytes to another rank, save / load |\n")
+    w("|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+    fits = {}
+    for layout, pts in sorted(by_layout.items()):
+        keys = pts[0][1].keys()
+        fits[layout] = {k: fit([(n, c[k]) for n, c in pts]) for k in keys}
+        scaled = [(n, c, "measured") for n, c in sorted(pts)]
+        for n in MODEL_RANKS:
+            scaled.append((n, {k: max(0.0, a + b * n) for k, (a, b, _)
+                               in fits[layout].items()}, "modelled"))
+        for n, c, how in scaled:
+            m = model_row(c, n)
+            w("| %d | %s | %s | %.0f | %.0f / %.0f | %.0f | %.0f | %.2f s "
+              "| %.2f / %.2f s | %.2f s | %.0f (%.0f) | %.3f / %.3f s "
+              "| %.0f / %.0f |\n" % (
+                  n, layout, how, c["creates"], c["save_meta"],
+                  c["load_meta"], c["save_fsync"], c["replace_r0_meta"],
+                  m["creates_s"], m["save_meta_s"], m["load_meta_s"],
+                  m["replace_r0_s"], c["save_r0_in"], c["save_r0_msgs"],
+                  m["save_net_s"], m["load_net_s"], c["save_other_in"],
+                  c["load_other_in"]))
+    w("\nThe lines (count = a + b x ranks, through the two largest "
+      "measured rank counts; miss = the largest difference at the others):\n")
+    for layout, f in sorted(fits.items()):
+        for k, (a, b, miss) in f.items():
+            w("  %-5s %-16s a = %10.1f  b = %9.4f  miss = %.1f\n"
+              % (layout, k, a, b, miss))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--build", default=None,
@@ -265,9 +374,16 @@ def main():
     ap.add_argument("--timeout", type=int, default=1800,
                     help="seconds one mpirun may take")
     ap.add_argument("--json", help="also write every figure to this file")
+    ap.add_argument("--model", metavar="JSON",
+                    help="print the model from a --json file of a run "
+                    "with strace, and exit")
     ap.add_argument("--quick", action="store_true",
                     help="8 ranks, 2 runs, no strace (the benchmark stage)")
     args = ap.parse_args()
+    if args.model:
+        with open(args.model, encoding="utf-8") as f:
+            print_model(json.load(f), sys.stdout)
+        return 0
     if args.quick:
         args.ranks, args.runs, args.strace = "8", 2, False
     build = os.path.abspath(args.build or os.path.join(HERE, "..", "..",
