@@ -12,12 +12,13 @@ For each (ranks, layout) it starts rngsnap-bench-ranks-scale under
      folder, the bytes every rank sent and received through the
      communicator (counted in the program's own rngsnap_comm), and the
      ranks' peak memory;
-  2. under `strace -f -ff -y` (a separate run: strace slows every call):
-     one save into a new folder, one replacing save and one load, each
-     framed by marker calls, so that only the calls the operation made on
-     the checkpoint folder are counted (MPI's own start-up opens and
-     creates shared-memory files: a whole-job `strace -c` would count
-     them).
+  2. every rank under its own `strace -f -ff -y` (a separate run: strace
+     slows every call): one save into a new folder, one replacing save
+     and one load, each framed by marker calls, so that only the calls
+     the operation made on the checkpoint folder are counted (MPI's own
+     start-up opens files and creates shared-memory files: a whole-job
+     `strace -c` would count them).  The creates counted must equal the
+     files the folder holds after the first save, or the script stops.
 
 Node files use RNGSNAP_RANKS_PER_NODE=8 (emulated nodes of 8 ranks: 32
 nodes at 256 ranks); per-rank files add RNGSNAP_SAVE_PER_RANK_FILES.  The
@@ -29,9 +30,13 @@ system calls, not state size.  Figures only, no thresholds.
         [--ranks 8,64,256] [--layouts node,rank] [--runs 5] [--dir /tmp] \\
         [--no-strace] [--json FILE] [--quick]
 
+    python3 tests/bench/bench_ranks_scale.py --model FILE.json
+
+prints the model of docs/performance.md from such a run's counts.
 256 processes on a small machine: MPI's start-up alone took about a
-minute on the 2-vCPU VM of docs/performance.md, and the matrix about
-N minutes (see there).  Exit 77 (skip) without mpirun or the program.
+minute on the 2-vCPU VM of docs/performance.md, the whole matrix 8-11
+minutes, and 4.3 GB of memory at 256 ranks.  Exit 77 (skip) without
+mpirun or the program.
 """
 import argparse
 import glob
@@ -193,6 +198,13 @@ def measure(args, program, ini, n, layout):
                     raise SystemExit("%d ranks, %s: markers of %d ranks in "
                                      "the trace" % (n, op, row["syscalls"][op]
                                                     ["ranks_marked"]))
+            # Two ways of counting the same thing must agree.
+            creates = row["syscalls"]["save_fresh"]["sum"]["create"]
+            if creates != row["straced"]["files_fresh"]:
+                raise SystemExit("%d ranks, %s: strace counted %d creates, "
+                                 "the folder holds %d files" % (
+                                     n, layout, creates,
+                                     row["straced"]["files_fresh"]))
         finally:
             shutil.rmtree(work, ignore_errors=True)
     return row
