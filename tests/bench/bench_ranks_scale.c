@@ -16,12 +16,16 @@
  * The times are those of rngsnap_mpi_save/rngsnap_mpi_load, what a job
  * calls.  The bytes are counted here, not in librngsnap_mpi: one more
  * save and load go through an rngsnap_comm of this program's own, made
- * of the same MPI calls as the adapter's (MPI_Bcast, MPI_Send, MPI_Recv
- * from MPI_ANY_SOURCE, the node from MPI_Comm_split_type), with a
- * counter in each member, so the library carries no test hook.  With --mark every rank calls
+ * once, of the same MPI calls as the adapter's (MPI_Bcast, MPI_Send,
+ * MPI_Recv from MPI_ANY_SOURCE, the node from MPI_Comm_split_type), with
+ * a counter in each member, so the library carries no test hook.  Its
+ * time is printed too ("counted"): the adapter makes its communicators
+ * anew on every call, this one does not.
+ *
+ * With --mark every rank calls
  * access("/rngsnap-bench-mark/<op>-begin|end/<rank>") around each
- * operation: a name no file has, which the script finds in strace's
- * output to count only that operation's calls.
+ * counted operation: a name no file has, which the script finds in
+ * strace's output to count only that operation's calls.
  */
 #include <rngsnap/mpi.h>
 

@@ -99,7 +99,7 @@ def classify(call, line, folder):
     return "other"
 
 
-def parse_traces(prefix, folder, ranks):
+def parse_traces(prefix, folder):
     """Counts per operation and kind: {op: {"sum": {kind: n}, "r0": {...},
     "maxother": {...}, "calls": {name: n}}} from strace -ff files."""
     per_rank = {op: {} for op in OPS}
@@ -192,7 +192,7 @@ def measure(args, program, ini, n, layout):
             os.mkdir(os.path.join(work, "job"))
             row["straced"] = run_result(cmd, env, args.timeout)
             row["syscalls"] = parse_traces(
-                prefix, os.path.join(work, "job", "ckpt"), n)
+                prefix, os.path.join(work, "job", "ckpt"))
             for op in OPS:
                 if row["syscalls"][op]["ranks_marked"] != n:
                     raise SystemExit("%d ranks, %s: markers of %d ranks in "
