@@ -709,6 +709,7 @@ static void test_node_folder_open_rank(void **state)
              nlen - 1, nlen);
     open_rank_expect(m, 2, RNGSNAP_E_CORRUPT, why);
     open_rank_expect(m, 1, RNGSNAP_OK, NULL);
+    free(node);
     /* Missing, or not a regular file: RNGSNAP_E_IO. */
     assert_int_equal(unlink(n1), 0);
     open_rank_expect(m, 2, RNGSNAP_E_IO, "cannot open");
