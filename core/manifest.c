@@ -99,66 +99,79 @@ static void file_name(int per_rank, size_t i, int32_t first,
 
 /* ---- the layout ---------------------------------------------------------- */
 
-/* Is the map from ranks to bytes whole?  Files in rank order, each
- * holding ranks first_rank.. consecutively (one each with per_rank),
- * every rank in exactly one file; in a file the images end to end from
- * offset 0, each within the bounds of one checkpoint image, their sum
- * the file's size.  0, or -1 with the field at fault in why. */
+/* Is the map from ranks to bytes whole?  Files in ascending order of
+ * their first (lowest) rank; every rank in exactly one file (a node's
+ * ranks need not be consecutive: MPI may place ranks round-robin); in a
+ * file the images of its ranks end to end from offset 0 in ascending
+ * rank order, each within the bounds of one checkpoint image, their sum
+ * the file's size; one rank each with per_rank.  0, -1 with the field at
+ * fault in why, or -2 out of memory. */
 static int check_layout(int32_t world, const rngsnap_manifest_file *files,
                         size_t nfiles, const rngsnap_manifest_rank *ranks,
                         int per_rank, char *why, size_t whylen)
 {
-    int32_t next = 0; /* the rank the next file must start with */
     for (size_t i = 0; i < nfiles; i++) {
-        const rngsnap_manifest_file *f = &files[i];
-        if (f->first_rank != next)
+        int32_t first = files[i].first_rank;
+        if (first < 0 || first >= world
+            || (i > 0 && first <= files[i - 1].first_rank))
             return rs_say(why, whylen, -1,
-                          "file %zu: first_rank %d, expected %d (files "
-                          "hold ranks 0..%d in order, each rank once)",
-                          i, (int)f->first_rank, (int)next, (int)world - 1);
-        if (f->rank_count < 1 || f->rank_count > (uint32_t)(world - next)
-            || (per_rank && f->rank_count != 1))
-            return rs_say(why, whylen, -1,
-                          "file %zu: rank_count %u, expected %s%d", i,
-                          f->rank_count, per_rank ? "" : "1..",
-                          per_rank ? 1 : (int)(world - next));
-        uint64_t at = 0; /* at most 2^20 images of 256 MiB: no overflow */
-        for (int32_t r = next; r < next + (int32_t)f->rank_count; r++) {
-            const rngsnap_manifest_rank *k = &ranks[r];
-            if (k->file_index != i)
-                return rs_say(why, whylen, -1,
-                              "rank %d: file_index %zu, expected %zu (the "
-                              "file whose ranks include it)",
-                              (int)r, k->file_index, i);
-            if (k->offset != at)
-                return rs_say(why, whylen, -1,
-                              "rank %d: offset %llu, expected %llu (images "
-                              "lie end to end from offset 0: a gap or an "
-                              "overlap)",
-                              (int)r, (unsigned long long)k->offset,
-                              (unsigned long long)at);
-            if (k->size < RS_FMT_HEADER_SIZE + RS_FMT_TRAILER_SIZE
-                || k->size > RS_FMT_FILE_MAX)
-                return rs_say(why, whylen, -1,
-                              "rank %d: length %llu outside %u..%zu",
-                              (int)r, (unsigned long long)k->size,
-                              RS_FMT_HEADER_SIZE + RS_FMT_TRAILER_SIZE,
-                              (size_t)RS_FMT_FILE_MAX);
-            at += k->size;
-        }
-        if (f->size != at)
-            return rs_say(why, whylen, -1,
-                          "file %zu: size %llu, its ranks' images sum to "
-                          "%llu",
-                          i, (unsigned long long)f->size,
-                          (unsigned long long)at);
-        next += (int32_t)f->rank_count;
+                          "file %zu: first_rank %d, expected one of "
+                          "0..%d above file %zu's (files in ascending "
+                          "order of their lowest rank)",
+                          i, (int)first, (int)world - 1, i ? i - 1 : 0);
     }
-    if (next != world)
-        return rs_say(why, whylen, -1,
-                      "the %zu files hold ranks 0..%d of %d", nfiles,
-                      (int)next - 1, (int)world);
-    return 0;
+    /* at most 2^20 images of 256 MiB per file: no overflow */
+    uint64_t *at = calloc(nfiles + 1, sizeof *at);
+    uint32_t *count = calloc(nfiles + 1, sizeof *count);
+    int rc = 0;
+    if (!at || !count) {
+        rc = rs_say(why, whylen, -2, "out of memory");
+        goto out;
+    }
+    for (int32_t r = 0; r < world && !rc; r++) {
+        const rngsnap_manifest_rank *k = &ranks[r];
+        size_t f = k->file_index;
+        if (f >= nfiles)
+            rc = rs_say(why, whylen, -1, "rank %d: file_index %zu outside "
+                        "0..%zu", (int)r, f, nfiles - 1);
+        else if (count[f] == 0 && files[f].first_rank != r)
+            rc = rs_say(why, whylen, -1, "rank %d: file_index %zu, whose "
+                        "first_rank is %d (a file's lowest rank)",
+                        (int)r, f, (int)files[f].first_rank);
+        else if (k->offset != at[f])
+            rc = rs_say(why, whylen, -1,
+                        "rank %d: offset %llu, expected %llu (images lie "
+                        "end to end from offset 0: a gap or an overlap)",
+                        (int)r, (unsigned long long)k->offset,
+                        (unsigned long long)at[f]);
+        else if (k->size < RS_FMT_HEADER_SIZE + RS_FMT_TRAILER_SIZE
+                 || k->size > RS_FMT_FILE_MAX)
+            rc = rs_say(why, whylen, -1, "rank %d: length %llu outside "
+                        "%u..%zu", (int)r, (unsigned long long)k->size,
+                        RS_FMT_HEADER_SIZE + RS_FMT_TRAILER_SIZE,
+                        (size_t)RS_FMT_FILE_MAX);
+        else {
+            at[f] += k->size;
+            count[f]++;
+        }
+    }
+    for (size_t i = 0; i < nfiles && !rc; i++) {
+        const rngsnap_manifest_file *f = &files[i];
+        if (f->rank_count != count[i] || (per_rank && f->rank_count != 1))
+            rc = rs_say(why, whylen, -1, "file %zu: rank_count %u, expected "
+                        "%u (the ranks whose file_index is %zu)%s", i,
+                        f->rank_count, count[i], i,
+                        per_rank ? ", and 1 with per-rank files" : "");
+        else if (f->size != at[i])
+            rc = rs_say(why, whylen, -1,
+                        "file %zu: size %llu, its ranks' images sum to %llu",
+                        i, (unsigned long long)f->size,
+                        (unsigned long long)at[i]);
+    }
+out:
+    free(at);
+    free(count);
+    return rc;
 }
 
 /* Is s (n bytes) empty or canonical coordinates?  0, or -1 with why. */
@@ -196,9 +209,12 @@ int rs_man_encode(const rs_man_out *o, uint8_t **buf, size_t *len,
                       (int)o->world_size, o->file_count, o->app_count,
                       o->emulated_ranks_per_node, RS_MAN_WORLD_MAX,
                       RS_MAN_APPS_MAX, RS_MAN_WORLD_MAX);
-    if (check_layout(o->world_size, o->files, o->file_count, o->ranks,
-                     o->per_rank_files, why, sizeof why))
-        return rs_say(err, errlen, RNGSNAP_E_INVALID, "manifest: %s", why);
+    int lc = check_layout(o->world_size, o->files, o->file_count, o->ranks,
+                          o->per_rank_files, why, sizeof why);
+    if (lc)
+        return rs_say(err, errlen, lc == -2 ? RNGSNAP_E_NOMEM
+                                            : RNGSNAP_E_INVALID,
+                      "manifest: %s", why);
     size_t total = RS_MAN_V2_HEADER_SIZE + 8;
     char name[RS_MAN_RANK_NAME_MAX];
     for (size_t i = 0; i < o->file_count; i++) {
@@ -463,10 +479,12 @@ static int decode_v2_tables(cursor *c, struct rngsnap_manifest *m,
                           "%s: rank %d: %s", c->what, (int)r, why);
     }
     char why[768];
-    if (check_layout(world, m->files, m->info.file_count, m->ranks,
-                     per_rank, why, sizeof why))
-        return rs_say(c->err, c->errlen, RNGSNAP_E_CORRUPT, "%s: %s",
-                      c->what, why);
+    int lc = check_layout(world, m->files, m->info.file_count, m->ranks,
+                          per_rank, why, sizeof why);
+    if (lc)
+        return rs_say(c->err, c->errlen, lc == -2 ? RNGSNAP_E_NOMEM
+                                                  : RNGSNAP_E_CORRUPT,
+                      "%s: %s", c->what, why);
     return RNGSNAP_OK;
 }
 

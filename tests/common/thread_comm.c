@@ -155,9 +155,19 @@ static void free_boxes(shared *sh)
     free(sh->boxes);
 }
 
-/* Rank k's node: groups of per consecutive ranks (0: all ranks). */
+/* Rank k's node: groups of per consecutive ranks (0: all ranks), or
+ * with per < 0 the ranks congruent to k modulo -per (round-robin, as
+ * MPI's --map-by node places them). */
 static int *make_node(int k, int n, int per, int *size)
 {
+    if (per < 0) {
+        int m = -per, count = 0;
+        int *node = malloc((size_t)n * sizeof *node);
+        for (int r = k % m; node && r < n; r += m)
+            node[count++] = r;
+        *size = count;
+        return node;
+    }
     int first = per > 0 ? k - k % per : 0;
     int count = per > 0 && n - first > per ? per : n - first;
     int *node = malloc((size_t)count * sizeof *node);

@@ -24,7 +24,8 @@ int thread_comm_run(int nranks, thread_comm_body body, void *arg);
 void thread_comm_fail(int call, int rc);
 
 /* The node layout of later runs: groups of per_node consecutive ranks
- * (the last may be smaller); 0 (the default): every rank on one node. */
+ * (the last may be smaller); 0 (the default): every rank on one node;
+ * -k: k nodes, ranks placed round-robin (rank r on node r % k). */
 void thread_comm_nodes(int per_node);
 
 /* Bytes rank received in the last run (point-to-point and broadcasts):

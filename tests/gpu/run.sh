@@ -3,14 +3,17 @@
 # machine with an NVIDIA GPU: cuda == cpu bit for bit, cuRAND device API
 # agreement, save/load across processes, 1 GiB fill timing; then the cuda
 # and cpu-only clusters of the backend matrix with emulation OFF (real GPU).
-# usage: tests/gpu/run.sh [BUILD_DIR]     (GPU_ARCH=sm_90 etc. optional)
+# usage: tests/gpu/run.sh [BUILD_DIR]     (GPU_ARCH=sm_90 etc. optional;
+#        PYTHON=interpreter to build the Python package for and run the
+#        torch check with: default python3 on PATH)
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 B=${1:-build-gpu}
+torch_py=${PYTHON:-$(command -v python3)}
 nvidia-smi -L || echo "nvidia-smi: not available"
 nvcc --version | tail -2
 if [ ! -f "$B/build.ninja" ]; then
-  meson setup "$B" -Dcuda=enabled -Dgpu_arch="${GPU_ARCH:-}" || exit 1
+  meson setup "$B" -Dcuda=enabled -Dgpu_arch="${GPU_ARCH:-}" -Dpython="$torch_py" || exit 1
 fi
 ninja -C "$B" -j"$(nproc)" || exit 1
 echo "== ldd rngsnap_cuda.so (must not need libcuda/libcudart):"
@@ -24,36 +27,12 @@ RNGSNAP_NO_EMULATION=1 meson test -C "$B" --print-errorlogs -v matrix-cuda matri
 # torch CUDA (issue 10): rngsnap.torch tracks every visible device's
 # generator; one process seeds, draws and saves, another loads, and both
 # then draw the same numbers on every device (and on the CPU) bit for bit.
-# Needs the Python module built in $B and a CUDA build of torch.
-torch_py=/usr/bin/python3
+# Needs the Python module built in $B and a CUDA build of torch for the
+# interpreter $PYTHON (default: python3 on PATH).
 export PYTHONPATH="$PWD/python:$B/python${PYTHONPATH:+:$PYTHONPATH}"
 if "$torch_py" -c 'import torch, rngsnap.torch, sys; sys.exit(not torch.cuda.is_available())' 2>/dev/null; then
   ck=$(mktemp -d)/torch_cuda.rngsnap
-  torch_check() {
-    "$torch_py" - "$1" "$ck" <<'PY'
-import sys, torch, rngsnap, rngsnap.torch
-phase, ck = sys.argv[1], sys.argv[2]
-n = torch.cuda.device_count()
-ctx = rngsnap.Context(resume=(phase == "load"))
-if phase == "save":
-    ctx.seed_all(7)
-    torch.manual_seed(5)
-    torch.cuda.manual_seed_all(100)
-    for i in range(n):  # a different offset on each device
-        torch.rand(1000 * (i + 1), device="cuda:%d" % i)
-t = rngsnap.torch.track(ctx, fingerprint="strict")
-want = ["torch.cuda:%d" % i for i in range(n)]
-assert [x for x in t.names if x.startswith("torch.cuda")] == want, t.names
-if phase == "save":
-    ctx.save(ck)
-else:
-    ctx.load(ck)
-for i in range(n):
-    print("cuda:%d" % i, torch.rand(8, device="cuda:%d" % i).cpu().numpy().tobytes().hex(),
-          torch.randn(3, device="cuda:%d" % i).cpu().numpy().tobytes().hex())
-print("cpu", torch.rand(4).numpy().tobytes().hex())
-PY
-  }
+  torch_check() { "$torch_py" tests/gpu/torch_cuda_check.py "$1" "$ck"; }
   a=$(torch_check save) && b=$(torch_check load) && [ -n "$a" ] && [ "$a" = "$b" ] \
     && echo "torch CUDA: $(echo "$a" | grep -c '^cuda') device generator(s) restored bit for bit" \
     || { echo "FAIL: torch CUDA generators not restored"; echo "$a"; echo "$b"; rc=1; }

@@ -9,16 +9,20 @@ src=$2
 # The real compiler, resolved now: inside the wrapper a bare "nvcc" would
 # find the wrapper itself.
 nvcc=$(command -v "$1") || { echo "FAIL: $1 not found"; exit 1; }
+# meson and ninja resolved now too: they may live beside a Python (a pip
+# install in a venv) rather than in /usr/bin; neither is a CUDA folder.
+meson=$(command -v meson) || { echo "FAIL: meson not found on PATH"; exit 1; }
+ninja=${NINJA:-$(command -v ninja || command -v ninja-build || true)}
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/rngsnap-wrapper-nvcc-XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 mkdir "$tmp/bin"
 printf '#!/bin/sh\nexec %q "$@"\n' "$nvcc" > "$tmp/bin/nvcc"
 chmod +x "$tmp/bin/nvcc"
-# No /usr/local/cuda/bin here; meson and the C compiler come from /usr/bin.
+# No /usr/local/cuda/bin here; the C compiler comes from /usr/bin.
 path="$tmp/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 log="$tmp/setup.log"
 if ! env -u CUDA_PATH -u CUDA_HOME -u CUDA_ROOT PATH="$path" CUDACXX= \
-        meson setup "$tmp/build" "$src" -Dcuda=enabled -Dtests=disabled \
+        ${ninja:+NINJA="$ninja"} "$meson" setup "$tmp/build" "$src" -Dcuda=enabled -Dtests=disabled \
         > "$log" 2>&1; then
     cat "$log"
     echo "FAIL: configure with a wrapper nvcc outside its toolkit failed"

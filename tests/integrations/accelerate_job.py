@@ -4,12 +4,15 @@ the resumed epoch) or with rngsnap.integrations.accelerate (the lines
 marked "rngsnap").
 
     python3 accelerate_job.py --dir DIR [--resume] [--workers N] [--plain]
-                              [--every K] [--procs P] [--no-loader]
+                              [--every K] [--procs P] [--no-loader] [--cuda]
 
 --procs 2 runs it on 2 CPU processes (torchrun, gloo); --no-loader draws
-its batches from torch's generator in the loop (no DataLoader).  Each rank prints "loss <rank>
-<hex>" per step and, at the end, "params <rank> <hex digest>"; the
-checkpoints signal the test harness (killpoint.committed) once whole.
+its batches from torch's generator in the loop (no DataLoader); --cuda
+puts the model on cuda:0, so its dropout draws from torch's CUDA
+generator (tests/gpu/accelerate_cuda.py, on a machine with a GPU).  Each
+rank prints "loss <rank> <hex>" per step and, at the end, "params <rank>
+<hex digest>"; the checkpoints signal the test harness
+(killpoint.committed) once whole.
 """
 import hashlib
 import os
@@ -48,14 +51,17 @@ def main():
                       ("--plain", dict(action="store_true")),
                       ("--every", dict(type=int, default=4)),
                       ("--procs", dict(type=int, default=1)),
-                      ("--no-loader", dict(action="store_true")))
+                      ("--no-loader", dict(action="store_true")),
+                      ("--cuda", dict(action="store_true")))
     if args.procs > 1 and "LOCAL_RANK" not in os.environ:
         os.execv(sys.executable, [
             sys.executable, "-m", "torch.distributed.run", "--standalone",
             "--nproc_per_node", str(args.procs), __file__] + sys.argv[1:])
     # whole lines, one write each: the ranks share one pipe
     sys.stdout.reconfigure(line_buffering=True, write_through=False)
-    accelerator = Accelerator(cpu=True)
+    if args.cuda and not torch.cuda.is_available():
+        sys.exit("accelerate_job.py --cuda: torch sees no CUDA device")
+    accelerator = Accelerator(cpu=not args.cuda)
     set_seed(1234)
     model = net()
     opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
@@ -88,6 +94,7 @@ def main():
         elif epoch == first and skip and args.plain:
             batches = accelerator.skip_first_batches(loader, skip)
         for x, y in batches:
+            x, y = x.to(accelerator.device), y.to(accelerator.device)
             opt.zero_grad()
             loss = loss_fn(model(x), y)  # dropout: torch's generator
             accelerator.backward(loss)
@@ -102,7 +109,7 @@ def main():
                     os.replace(path + ".tmp", path)  # whole, or not there
                 accelerator.wait_for_everyone()
                 committed(step)
-    params = b"".join(p.detach().numpy().tobytes()
+    params = b"".join(p.detach().cpu().numpy().tobytes()
                       for p in model.parameters())
     print("params", rank, hashlib.sha256(params).hexdigest(), flush=True)
 

@@ -2,7 +2,7 @@
  * mpi_check.c - one rank of the mpirun tests of librngsnap_mpi
  * (run_mpi.py starts it under mpirun; see there for the scenarios).
  *
- *   mpi_check save   DIR gen=G [replace] [nosync] [shared] [killapp=R] [expect=CODE]
+ *   mpi_check save   DIR gen=G [replace] [nosync] [perrank] [shared] [killapp=R] [expect=CODE]
  *   mpi_check check  DIR gens=G[,G2] [absent]
  *   mpi_check fail   DIR gen=G code=CODE rank=R [appfail]
  *   mpi_check fork   DIR gen=G saved=W out=PATH
@@ -183,7 +183,8 @@ static int do_save(void)
     if (opt_long("killapp", -1) == rank)
         apps[APP_BLOB].kill_save = 1;
     unsigned flags = (opt("replace") ? RNGSNAP_SAVE_REPLACE : 0)
-                     | (opt("nosync") ? RNGSNAP_SAVE_NO_SYNC : 0);
+                     | (opt("nosync") ? RNGSNAP_SAVE_NO_SYNC : 0)
+                     | (opt("perrank") ? RNGSNAP_SAVE_PER_RANK_FILES : 0);
     const char *expect = opt("expect");
     kill_setup(rank);
     apps[APP_BLOB].armed = 1;
@@ -192,8 +193,9 @@ static int do_save(void)
     kill_arm(0);
     apps[APP_BLOB].armed = 0;
     expect_code(ctx, rc, expect ? code_of(expect) : RNGSNAP_OK, "rngsnap_mpi_save");
-    if (rank == 0)
-        printf("collectives %ld\n", kill_calls());
+    /* Ranks make different numbers of calls (a leader receives what its
+     * node's ranks send): each says its own. */
+    printf("calls %d %ld\n", rank, kill_calls());
     printf("io %d %ld\n", rank, kill_io_calls());
     fflush(stdout);
     rngsnap_close(ctx);
@@ -382,10 +384,9 @@ static int fork_refusal(int bad, const char *kind, char *out, size_t len)
         snprintf(out + n, len - (size_t)n, "%s: cannot open: %s; nothing "
                  "restored", path, strerror(ENOENT));
     else if (!strcmp(kind, "truncated") && f && got < r->size)
-        snprintf(out + n, len - (size_t)n, "%s (rank %d's file): %zu bytes, "
-                 "the manifest of checkpoint %s records %" PRIu64
-                 " (damaged, truncated, or another checkpoint's file); "
-                 "nothing restored", path, bad, got, info->id, r->size);
+        snprintf(out + n, len - (size_t)n, "%s: %zu bytes, the manifest "
+                 "records %" PRIu64 " (truncated, grown, or another "
+                 "checkpoint's file); nothing restored", path, got, r->size);
     else if (!strcmp(kind, "damaged") && f && got == r->size)
         snprintf(out + n, len - (size_t)n, "%s (rank %d's file): XXH3-64 "
                  "0x%016" PRIx64 ", the manifest of checkpoint %s records "

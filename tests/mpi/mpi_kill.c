@@ -1,6 +1,7 @@
 /*
- * mpi_kill.c - MPI_Allgather/MPI_Bcast wrappers that count collective
- * calls and SIGKILL this rank at a chosen one (mpi_kill.h).
+ * mpi_kill.c - MPI_Allgather/MPI_Bcast/MPI_Send/MPI_Recv wrappers that
+ * count communication calls and SIGKILL this rank at a chosen one
+ * (mpi_kill.h): every message of a save is a kill point.
  */
 #include "mpi_kill.h"
 
@@ -112,6 +113,28 @@ int MPI_Bcast(void *buf, int count, MPI_Datatype type, int root, MPI_Comm comm)
         calls++;
     kill_point(0);
     int rc = PMPI_Bcast(buf, count, type, root, comm);
+    kill_point(1);
+    return rc;
+}
+
+int MPI_Send(const void *buf, int count, MPI_Datatype type, int dest, int tag,
+             MPI_Comm comm)
+{
+    if (armed)
+        calls++;
+    kill_point(0);
+    int rc = PMPI_Send(buf, count, type, dest, tag, comm);
+    kill_point(1);
+    return rc;
+}
+
+int MPI_Recv(void *buf, int count, MPI_Datatype type, int src, int tag,
+             MPI_Comm comm, MPI_Status *status)
+{
+    if (armed)
+        calls++;
+    kill_point(0);
+    int rc = PMPI_Recv(buf, count, type, src, tag, comm, status);
     kill_point(1);
     return rc;
 }

@@ -98,9 +98,9 @@ def check(n, d, gens, what, absent=False):
     return g
 
 
-def collectives(out):
-    m = re.search(r"^collectives (\d+)", out, re.M)
-    return int(m.group(1)) if m else 0
+def call_counts(out):
+    """Each rank's communication calls in a save (mpi_kill.c counts)."""
+    return {int(r): int(k) for r, k in re.findall(r"^calls (\d+) (\d+)", out, re.M)}
 
 
 def resume(n):
@@ -122,10 +122,12 @@ def io_counts(out):
 
 
 def kill(n, variant):
-    """SIGKILL one rank at every collective of a save (before and after
-    each call), before every fsync/rename/unlink it makes, and inside an
-    app-state save callback; after each, a new job loads the previous or
-    the new checkpoint, whole, on every rank."""
+    """SIGKILL one rank at every message of a save (before and after each
+    send, receive and broadcast), before every fsync/rename/unlink it
+    makes, and inside an app-state save callback, in nodes of 2 ranks;
+    after each, a new job loads the previous or the new checkpoint,
+    whole, on every rank."""
+    env["RNGSNAP_RANKS_PER_NODE"] = "2"
     base = os.path.join(tmp, "kill0")
     expect_ok(n, ["save", base, "gen=0"], "first save")
     # Count the calls of a save like the ones killed below.
@@ -134,14 +136,17 @@ def kill(n, variant):
     else:
         out = expect_ok(n, ["save", os.path.join(tmp, "count"), "gen=0"],
                         "counting save")
-    k_total, io = collectives(out), io_counts(out)
-    if k_total < 2 or len(io) != n:
-        failures.append(f"counting save reported {k_total} collectives, "
+    calls, io = call_counts(out), io_counts(out)
+    if len(calls) != n or min(calls.values()) < 2 or len(io) != n:
+        failures.append(f"counting save reported calls {calls}, "
                         f"file system calls {io}\n{out}")
         return
     points = []
-    for r in sorted({0, n - 1}):
-        points += [(r, f"{r}:{k}:{w}") for k in range(1, k_total + 1)
+    # Nodes of 2 (emulated): rank 0 (root and leader), rank n-2 (another
+    # node's leader) and rank n-1 (not a leader) are each killed at every
+    # message, before and after.
+    for r in sorted({0, max(n - 2, 0), n - 1}):
+        points += [(r, f"{r}:{k}:{w}") for k in range(1, calls[r] + 1)
                    for w in ("before", "after")]
         points += [(r, f"{r}:io:{k}") for k in range(1, io[r] + 1)]
         points.append((r, f"app:{r}"))
@@ -194,10 +199,29 @@ def kill(n, variant):
         folder = os.path.join(tmp, "kill-final")
     expect_ok(n, ["save", folder, f"gen={g + 1}"] + flags, "save after the kills")
     check(n, folder, [g + 1], "resume after the kills")
-    print(f"{n} ranks, {variant}: {len(points)} kill points over {k_total} "
-          f"collectives and {io} file system calls ({io_killed} killed "
+    print(f"{n} ranks, {variant}: {len(points)} kill points over {calls} "
+          f"communication calls and {io} file system calls ({io_killed} killed "
           f"there): previous checkpoint loaded {outcomes['old']}x, "
           f"new one {outcomes['new']}x; {runs} jobs")
+
+
+def nodes64():
+    """64 ranks in 8 emulated nodes of 8 (RNGSNAP_RANKS_PER_NODE=8, the
+    cpu backend alone to keep 64 processes light): the save writes 8 node
+    files and the manifest, and a new job of 64 resumes bit-exact."""
+    d = os.path.join(tmp, "nodes64")
+    env["RNGSNAP_MPI_INI"] = os.environ["RNGSNAP_CPU_INI"]
+    env["RNGSNAP_RANKS_PER_NODE"] = "8"
+    expect_ok(64, ["save", d, "gen=1"], "save on 64 ranks in nodes of 8")
+    del env["RNGSNAP_RANKS_PER_NODE"]
+    names = sorted(os.listdir(d)) if os.path.isdir(d) else []
+    want = [f"node-{8 * k:05d}." for k in range(8)]
+    if len(names) != 9 or names[0] != "MANIFEST" or \
+            [n[:11] for n in names[1:]] != want:
+        failures.append(f"64 ranks in nodes of 8: files {names}")
+    check(64, d, [1], "64 ranks resume bit-exact")
+    print(f"64 ranks in nodes of 8: {len(names)} files, resumed bit-exact; "
+          f"{runs} jobs")
 
 
 def copy_case(src, name):
@@ -214,13 +238,21 @@ def rank_file(d, r):
     return os.path.join(d, names[0])
 
 
+def node_file(d, first):
+    names = [f for f in os.listdir(d) if f.startswith(f"node-{first:05d}.")]
+    if len(names) != 1:
+        failures.append(f"{d}: expected one node file of rank {first}, found {names}")
+        return os.path.join(d, f"node-{first:05d}.missing")
+    return os.path.join(d, names[0])
+
+
 def fail_cases(n):
     """One failure injected on one rank: every rank returns the same code,
     names the first failing rank, and keeps its live state."""
     d = os.path.join(tmp, "good")
     other = os.path.join(tmp, "other")
-    expect_ok(n, ["save", d, "gen=5"], "save")
-    expect_ok(n, ["save", other, "gen=6"], "save of another job")
+    expect_ok(n, ["save", d, "gen=5", "perrank"], "save")
+    expect_ok(n, ["save", other, "gen=6", "perrank"], "save of another job")
     bad = 2 if n > 2 else n - 1
     cases = []
     c = copy_case(d, "damaged")
@@ -246,6 +278,22 @@ def fail_cases(n):
     shutil.copyfile(os.path.join(other, "MANIFEST"), os.path.join(c, "MANIFEST"))
     cases.append(("another job's manifest", c, "RNGSNAP_E_IO", 0, []))
     cases.append(("app load callback fails", d, "RNGSNAP_E_BACKEND", bad, ["appfail"]))
+    # One file per node of 2 (emulated): a flipped byte in rank bad's
+    # image is refused by rank bad; a missing node file by its first rank.
+    nodes = os.path.join(tmp, "nodes")
+    env["RNGSNAP_RANKS_PER_NODE"] = "2"
+    expect_ok(n, ["save", nodes, "gen=5"], "save in nodes of 2")
+    del env["RNGSNAP_RANKS_PER_NODE"]
+    first = bad - bad % 2
+    c = copy_case(nodes, "damaged-node")
+    f = node_file(c, first)
+    data = bytearray(open(f, "rb").read())
+    data[-1 if bad % 2 else 100] ^= 0x10
+    open(f, "wb").write(data)
+    cases.append(("damaged node file", c, "RNGSNAP_E_CORRUPT", bad, []))
+    c = copy_case(nodes, "missing-node")
+    os.unlink(node_file(c, first))
+    cases.append(("missing node file", c, "RNGSNAP_E_IO", first, []))
     for what, c, code, r, extra in cases:
         show(what, expect_ok(n, ["fail", c, "gen=9", f"code={code}", f"rank={r}"]
                              + extra, what))
@@ -302,7 +350,8 @@ def fork_check():
     cases = 0
     for saved, now in ((4, 2), (2, 4)):
         d = os.path.join(tmp, f"forkcheck{saved}")
-        expect_ok(saved, ["save", d, "gen=7", "shared"], f"save on {saved} ranks")
+        expect_ok(saved, ["save", d, "gen=7", "shared", "perrank"],
+                  f"save on {saved} ranks")
         bad = saved - 1
         for kind in ("damaged", "truncated", "missing"):
             c = copy_case(d, f"forkcheck{saved}-{kind}")
@@ -341,6 +390,8 @@ try:
         misc()
     elif scenario == "forkcheck":
         fork_check()
+    elif scenario == "nodes64":
+        nodes64()
     else:
         failures.append(f"unknown scenario {scenario}")
 finally:

@@ -218,13 +218,13 @@ static void test_encode_refusals(void **state)
     encode_refused(&s.o, "file 1: size 339, its ranks' images sum to 340");
     sample_nodes(&s);
     s.files[1].first_rank = 4; /* rank 3 in no file */
-    encode_refused(&s.o, "file 1: first_rank 4, expected 3");
+    encode_refused(&s.o, "rank 3: file_index 1, whose first_rank is 4 (a file's lowest rank)");
     sample_nodes(&s);
     s.o.file_count = 1; /* ranks 3 and 4 in no file */
-    encode_refused(&s.o, "the 1 files hold ranks 0..2 of 5");
+    encode_refused(&s.o, "rank 3: file_index 1 outside 0..0");
     sample_nodes(&s);
     s.ranks[2].file_index = 1;
-    encode_refused(&s.o, "rank 2: file_index 1, expected 0");
+    encode_refused(&s.o, "rank 2: file_index 1, whose first_rank is 3 (a file's lowest rank)");
     sample_nodes(&s);
     s.ranks[0].size = 87;
     encode_refused(&s.o, "rank 0: length 87 outside 88..");
@@ -238,7 +238,8 @@ static void test_encode_refusals(void **state)
                          "twice");
     sample_per_rank(&s);
     s.files[0].rank_count = 2;
-    encode_refused(&s.o, "file 0: rank_count 2, expected 1");
+    encode_refused(&s.o, "file 0: rank_count 2, expected 1 (the ranks whose "
+                         "file_index is 0), and 1 with per-rank files");
     sample_nodes(&s);
     s.o.world_size = 0;
     encode_refused(&s.o, "0 ranks");
@@ -383,11 +384,14 @@ static void test_decode_file_refusals(void **state)
     patch32_refused(g, len, f1 + 53, 0xffffffffu,
                     "file 1: first_rank -1 outside 0..4");
     patch32_refused(g, len, f0 + 57, 0, "file 0: rank_count 0, expected "
-                                        "1..5");
+                                        "3 (the ranks whose file_index is "
+                                        "0)");
     patch32_refused(g, len, f1 + 57, 3, "file 1: rank_count 3, expected "
-                                        "1..2");
-    patch32_refused(g, len, f0 + 57, 2, "file 0: size 360, its ranks' "
-                                        "images sum to 220");
+                                        "2 (the ranks whose file_index is "
+                                        "1)");
+    patch32_refused(g, len, f0 + 57, 2, "file 0: rank_count 2, expected "
+                                        "3 (the ranks whose file_index is "
+                                        "0)");
     patch64_refused(g, len, f0 + 61, 361, "file 0: size 361, its ranks' "
                                           "images sum to 360");
     patch64_refused(g, len, f1 + 61, UINT64_MAX,
@@ -404,7 +408,8 @@ static void test_decode_rank_refusals(void **state)
     size_t len;
     uint8_t *g = encode(&s.o, &len);
     size_t r0 = rank_at(&s, 0), r1 = rank_at(&s, 1), r3 = rank_at(&s, 3);
-    patch32_refused(g, len, r1, 1, "rank 1: file_index 1, expected 0");
+    patch32_refused(g, len, r1, 1, "rank 1: file_index 1, whose first_rank "
+                                   "is 3 (a file's lowest rank)");
     patch32_refused(g, len, r1, 7, "rank 1: file_index 7, the manifest has "
                                    "2 files");
     patch64_refused(g, len, r1 + 4, 99, "rank 1: offset 99, expected 100 "
@@ -704,6 +709,7 @@ static void test_node_folder_open_rank(void **state)
              nlen - 1, nlen);
     open_rank_expect(m, 2, RNGSNAP_E_CORRUPT, why);
     open_rank_expect(m, 1, RNGSNAP_OK, NULL);
+    free(node);
     /* Missing, or not a regular file: RNGSNAP_E_IO. */
     assert_int_equal(unlink(n1), 0);
     open_rank_expect(m, 2, RNGSNAP_E_IO, "cannot open");

@@ -31,6 +31,8 @@ typedef struct job {
     uint64_t seed;
     const char *coords[MAXR];      /* set before the save     */
     const char *load_coords[MAXR]; /* set before the load     */
+    int save_expect;               /* the save's code         */
+    const char *save_msg;          /* text its message holds  */
     int expect;                    /* the load's code         */
     const char *msg;               /* text its message holds  */
     uint32_t *words[MAXR];         /* draws right after save  */
@@ -59,7 +61,10 @@ static int body_save(int rank, const rngsnap_comm *c, void *arg)
         EXPECT_RC(rngsnap_set_coords(ctx, j->coords[rank]), 0, ctx);
     EXPECT_RC(rngsnap_seed_all(ctx, j->seed), 0, ctx);
     free(rk_draw(ctx, 5 + (size_t)rank)); /* every rank elsewhere */
-    EXPECT_RC(rngsnap_save_ranks(ctx, c, j->dir, j->flags), 0, ctx);
+    EXPECT_RC(rngsnap_save_ranks(ctx, c, j->dir, j->flags), j->save_expect,
+              ctx);
+    if (j->save_msg)
+        EXPECT_MSG(ctx, j->save_msg);
     free(j->words[rank]);
     j->words[rank] = rk_draw(ctx, NW);
     rngsnap_close(ctx);
@@ -170,6 +175,35 @@ static void resume(int n, int per_node)
     job_free(&j);
 }
 
+/* MPI may place ranks round-robin (--map-by node): node files then hold
+ * ranks 0,2,4,6 and 1,3,5,7. */
+static void test_resume_round_robin(void **state)
+{
+    (void)state;
+    char dir[600];
+    snprintf(dir, sizeof dir, "%s/round-robin", scratch);
+    job j = {.ini = cpu_ini, .dir = dir, .seed = 808};
+    thread_comm_nodes(-2);
+    assert_int_equal(thread_comm_run(8, body_save, &j), 0);
+    thread_comm_nodes(0);
+    assert_int_equal(thread_comm_run(8, body_load, &j), 0);
+    rngsnap_manifest *m;
+    char err[1024];
+    assert_int_equal(rngsnap_manifest_open(dir, &m, err, sizeof err), 0);
+    assert_int_equal(rngsnap_manifest_info_get(m)->file_count, 2);
+    assert_int_equal(rngsnap_manifest_file_at(m, 1)->first_rank, 1);
+    uint64_t at[2] = {0, 0};
+    for (int r = 0; r < 8; r++) {
+        const rngsnap_manifest_rank *mr = rngsnap_manifest_rank_at(m, r);
+        assert_int_equal(mr->file_index, (size_t)(r % 2));
+        assert_int_equal(mr->offset, at[r % 2]);
+        at[r % 2] += mr->size;
+    }
+    rngsnap_manifest_close(m);
+    assert_int_equal(rk_count(dir), 3);
+    job_free(&j);
+}
+
 static void test_resume_layouts(void **state)
 {
     (void)state;
@@ -201,20 +235,34 @@ static void test_emulated_64(void **state)
 static void test_bad_ranks_per_node(void **state)
 {
     (void)state;
-    rngsnap *ctx = rk_open(cpu_ini, 0, 1, 0);
-    assert_non_null(ctx);
-    assert_int_equal(rngsnap_seed_all(ctx, 1), 0);
-    /* a comm is needed for the layout: a one-rank one */
     char dir[600];
     snprintf(dir, sizeof dir, "%s/bad-env", scratch);
-    setenv("RNGSNAP_RANKS_PER_NODE", "eight", 1);
-    thread_comm_nodes(0);
-    rngsnap_close(ctx);
-    job j = {.ini = cpu_ini, .dir = dir, .seed = 9};
-    /* every rank refuses alike (the variable is the same on all) */
+    job j = {.ini = cpu_ini, .dir = dir, .seed = 9,
+             .save_expect = RNGSNAP_E_INVALID,
+             .save_msg = "save_ranks ",
+             };
+    /* refused on every rank alike (the variable is the same on all),
+     * before anything is sent or written */
+    const char *bad[] = {"eight", "0", "-2", "8x", "1048577"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char want[200];
+        snprintf(want, sizeof want, "RNGSNAP_RANKS_PER_NODE=%s is not a "
+                 "number of ranks from 1 to 1048576", bad[i]);
+        j.save_msg = want;
+        setenv("RNGSNAP_RANKS_PER_NODE", bad[i], 1);
+        int rc = thread_comm_run(2, body_save, &j);
+        unsetenv("RNGSNAP_RANKS_PER_NODE");
+        assert_int_equal(rc, 0);
+    }
+    /* and with RNGSNAP_NO_EMULATION, emulated nodes are refused */
+    setenv("RNGSNAP_RANKS_PER_NODE", "2", 1);
+    setenv("RNGSNAP_NO_EMULATION", "1", 1);
+    j.save_msg = "RNGSNAP_RANKS_PER_NODE=2 emulates nodes, and "
+                 "RNGSNAP_NO_EMULATION is set: unset one of them";
     int rc = thread_comm_run(2, body_save, &j);
+    unsetenv("RNGSNAP_NO_EMULATION");
     unsetenv("RNGSNAP_RANKS_PER_NODE");
-    assert_int_not_equal(rc, 0);
+    assert_int_equal(rc, 0);
     assert_int_equal(rk_count(dir), 0);
     job_free(&j);
 }
@@ -546,6 +594,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_resume_layouts),
+        cmocka_unit_test(test_resume_round_robin),
         cmocka_unit_test(test_emulated_64),
         cmocka_unit_test(test_bad_ranks_per_node),
         cmocka_unit_test(test_bytes_per_rank),

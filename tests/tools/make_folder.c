@@ -6,7 +6,10 @@
  * job writes.
  *
  * usage: make_folder INI DIR NRANKS SEED [EXTRA_RANK EXTRA_WORDS]
- *                    [--same-apps] [--fork SRC]
+ *                    [--same-apps] [--fork SRC] [--nodes N]
+ *
+ * One file per rank (RNGSNAP_SAVE_PER_RANK_FILES) unless --nodes N: one
+ * file per node of N consecutive ranks.
  *
  * Every rank seeds with SEED, draws 100*rank + 7 words from cpu:0/dropout
  * (so every rank's position differs) and, on EXTRA_RANK only,
@@ -34,7 +37,7 @@
 
 typedef struct job {
     const char *ini, *dir, *fork_src;
-    int nranks, extra_rank, same_apps;
+    int nranks, extra_rank, same_apps, nodes;
     uint64_t seed, extra_words;
     char lines[MAX_RANKS][MAX_LINES][160]; /* what each rank prints */
     int nlines[MAX_RANKS];
@@ -111,7 +114,8 @@ static int rank_body(int rank, const rngsnap_comm *comm, void *arg)
     if (!rc && rank == j->extra_rank)
         rc = draw(ctx, "augment", j->extra_words);
     /* Every rank takes part in the save, whatever happened before. */
-    int save = rngsnap_save_ranks(ctx, comm, j->dir, 0);
+    int save = rngsnap_save_ranks(ctx, comm, j->dir,
+                                  j->nodes ? 0 : RNGSNAP_SAVE_PER_RANK_FILES);
     if (rc || save) {
         fprintf(stderr, "rank %d: %s\n", rank, rngsnap_errmsg(ctx));
         rngsnap_close(ctx);
@@ -160,6 +164,8 @@ int main(int argc, char **argv)
             j.same_apps = 1;
         else if (strcmp(a, "--fork") == 0 && i + 1 < argc)
             j.fork_src = argv[++i];
+        else if (strcmp(a, "--nodes") == 0 && i + 1 < argc)
+            j.nodes = atoi(argv[++i]);
         else if (pos == 0)
             j.ini = a, pos++;
         else if (pos == 1)
@@ -181,6 +187,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "make_folder: NRANKS must be 1..%d\n", MAX_RANKS);
         return 2;
     }
+    thread_comm_nodes(j.nodes);
     int rc = thread_comm_run(j.nranks, rank_body, &j);
     if (rc) {
         fprintf(stderr, "make_folder: the save failed (%d)\n", rc);

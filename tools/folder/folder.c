@@ -77,11 +77,14 @@ char **folder_other_names(const char *dir, const rngsnap_manifest *m)
     size_t k = 0;
     for (size_t i = 0; names && names[i]; i++) {
         const char *n = names[i];
-        /* File i of the manifest is node-i or, one per rank, rank-i. */
-        const rngsnap_manifest_file *f = NULL;
-        if (strncmp(n, "rank-", 5) == 0 || strncmp(n, "node-", 5) == 0)
-            f = rngsnap_manifest_file_at(m, strtoul(n + 5, NULL, 10));
-        if (strcmp(n, FOLDER_MANIFEST) == 0 || (f && strcmp(f->name, n) == 0))
+        /* A data file of the manifest is named by its first rank
+         * (node-NNNNN or rank-NNNNN): one of its files must bear n. */
+        int mine = strcmp(n, FOLDER_MANIFEST) == 0;
+        const rngsnap_manifest_file *f;
+        for (size_t fi = 0; !mine && (f = rngsnap_manifest_file_at(m, fi));
+             fi++)
+            mine = strcmp(f->name, n) == 0;
+        if (mine)
             free(names[i]);
         else
             names[k++] = names[i];
