@@ -5,7 +5,9 @@ One job saves the same state in four layouts: nodes of N = size/2 ranks
 emulated by RNGSNAP_RANKS_PER_NODE (2 node files), per_rank_files=True
 (one file per rank), nodes by host name (LOCAL_* unset: one host here, so
 one node file) and nodes from LOCAL_RANK/LOCAL_WORLD_SIZE = N as torchrun
-sets them (2 node files); the test counts each folder's files.  New
+sets them (2 node files); the test counts each folder's files, and
+`rngsnap inspect` shows which one is emulated and every rank's
+coordinates.  New
 processes load each folder and draw what the uninterrupted job drew after
 its save, bit for bit, on every rank.  Then the coordinate check: two
 ranks whose coordinates are swapped at load, and a load without the
@@ -16,6 +18,7 @@ rank."""
 import json
 import os
 import re
+import subprocess
 
 import pytest
 
@@ -108,10 +111,23 @@ dist.destroy_process_group()
 """
 
 
+RNGSNAP = os.path.join(os.environ["RNGSNAP_BUILD_ROOT"], "tools", "rngsnap")
+
+
+def _inspect(folder):
+    return subprocess.run([RNGSNAP, "inspect", str(folder)], check=True,
+                          capture_output=True, text=True).stdout
+
+
 def _files(folder):
     """The folder's files, each name with its checkpoint id as <id>."""
     return sorted(re.sub(r"\.[0-9a-f]{32}\.", ".<id>.", f)
                   for f in os.listdir(folder))
+
+
+def text(r):
+    """Rank r's coordinates as the core writes them (CHILD's coords(r))."""
+    return "dp=%d,ep=%d,pp=0,tp=%d" % (r // 2, r % 3, r % 2)
 
 
 @pytest.mark.parametrize("size, swap", [(2, (0, 1)), (8, (1, 2))])
@@ -134,6 +150,15 @@ def test_nodes_save_load_and_coordinates(tmp_path, size, swap):
     assert _files(base / "host") == ["MANIFEST", "node-00000.<id>.rngsnap"]
     assert _files(base / "per_rank") == ["MANIFEST"] + [
         "rank-%05d.<id>.rngsnap" % r for r in range(size)]
+    # the manifest says which layout is emulated, and holds every rank's
+    # coordinates
+    emulated = ("emulated nodes (RNGSNAP_RANKS_PER_NODE=%d at save, a test "
+                "aid)" % (size // 2))
+    for layout in ("emulated", "per_rank", "host", "local"):
+        shown = _inspect(base / layout)
+        assert (emulated in shown) == (layout == "emulated"), layout
+        assert re.findall(r"coordinates: +(\S+)", shown) == [
+            text(r) for r in range(size)], layout
 
     loaded = run("load")
     for r in range(size):
@@ -141,9 +166,6 @@ def test_nodes_save_load_and_coordinates(tmp_path, size, swap):
             assert loaded[r][layout] == saved[r]["next"], (r, layout)
 
     refused = run("refuse")
-
-    def text(r):
-        return "dp=%d,ep=%d,pp=0,tp=%d" % (r // 2, r % 3, r % 2)
     a, b = swap
     folder = os.path.join(str(base), "emulated")
     # rank 0 checks every rank's coordinates; every rank says what it found

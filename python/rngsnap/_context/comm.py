@@ -63,7 +63,7 @@ class TorchComm:
         self._node = None
         self._group_of = None  # global rank -> group rank (group_ranks_of)
         self._to_self = collections.deque()  # send(data, self.rank)
-        self._sent = []  # (isend's work, its tensor) until finish()
+        self._sent = collections.deque()  # (isend's work, its tensor)
 
     def _tensor(self, data):
         t = self.torch.empty(len(data), dtype=self.torch.uint8)
@@ -127,16 +127,16 @@ class TorchComm:
         t = self._tensor(data)
         work = self.dist.isend(t, dst=self.global_rank(dest),
                                group=self.group, tag=TAG)
-        self._sent = [s for s in self._sent if not s[0].is_completed()]
+        while self._sent and self._sent[0][0].is_completed():
+            self._sent.popleft()  # oldest first: O(1) a send, not O(sent)
         self._sent.append((work, t))
 
     def finish(self):
         """After a call that succeeded on every rank: wait for this
         rank's sends (each has a receiver that took part in the call),
         so that an error in one is raised."""
-        for work, _ in self._sent:
-            work.wait()
-        self._sent = []
+        while self._sent:
+            self._sent.popleft()[0].wait()
 
     def recv(self, nbytes, src):
         """(nbytes bytes, sender) from group rank src, or from any rank
