@@ -172,8 +172,8 @@ static int send_block(rs_net *n, int dest, const void *data, size_t len)
 
 static int recv_block(rs_net *n, int src, rs_block *b)
 {
-    uint64_t l;
-    int from;
+    uint64_t l = 0;
+    int from = -1;
     memset(b, 0, sizeof *b);
     int rc = recv_raw(n, src, &l, sizeof l, &from);
     if (rc)
@@ -232,7 +232,7 @@ static int collect_node(rs_net *n, vote *v)
     int bad = -1;
     for (int i = 1; i < n->node_size; i++) {
         vote m;
-        int from, rc = recv_raw(n, n->node[i], &m, sizeof m, &from);
+        int from = -1, rc = recv_raw(n, n->node[i], &m, sizeof m, &from);
         if (rc)
             return rc;
         if (m.leader != n->rank && bad < 0)
@@ -276,7 +276,7 @@ static int collect_leaders(rs_net *n, vote *v)
         return RNGSNAP_E_NOMEM;
     while (v->count < n->size) {
         vote m;
-        int from, rc = recv_raw(n, -1, &m, sizeof m, &from);
+        int from = -1, rc = recv_raw(n, -1, &m, sizeof m, &from);
         if (rc)
             return rc;
         if (learn && learn_leader(n, from))
