@@ -106,6 +106,7 @@ fi
 tsan_targets="tests/threads/test_threads config/clusters/mixed.ini"
 # the multi-rank suite: one thread per rank (tests/common/thread_comm.c)
 tsan_targets="$tsan_targets tests/ranks/test_ranks tests/ranks/test_fork_check"
+tsan_targets="$tsan_targets tests/ranks/test_nodes tests/ranks/test_manifest"
 tsan_targets="$tsan_targets tests/plugins/multidev/rngsnap_multidev.so"
 tsan_targets="$tsan_targets tests/plugins/multidev/rngsnap_multidev2.so"
 for p in cpu cuda hpu xpu npu; do tsan_targets="$tsan_targets plugins/rngsnap_$p.so"; done
